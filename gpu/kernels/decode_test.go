@@ -58,10 +58,25 @@ type gpuCase struct {
 	// over rows of how many of the row's tolerances the cap moves it.
 	softcap float32
 	moved   *float64
+	// prefill runs prefill.cu (kernels.PlanPrefill) instead of the decode
+	// kernel (kernel is then only the blocks' order: DecodeMMA's).
+	prefill bool
+}
+
+// caseLauncher is what runCase needs of a plan: a DecodePlan or a
+// PrefillPlan.
+type caseLauncher interface {
+	Launch(c *cuda.Ctx, st cuda.Stream, b kernels.DecodeBuffers, scale float32) error
+	Out32() bool
+	Close() error
 }
 
 func (c gpuCase) String() string {
-	s := fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d window=%d", c.kernel, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq, c.window)
+	k := c.kernel.String()
+	if c.prefill {
+		k = "prefill"
+	}
+	s := fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d window=%d", k, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq, c.window)
 	if c.softcap != 0 {
 		s += fmt.Sprintf(" softcap=%g", c.softcap)
 	}
@@ -141,8 +156,16 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 	if c.tune != nil {
 		tune = *c.tune
 	}
-	plan, err := kernels.PlanDecodeWith(d, c.kernel, lay, kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen,
-		SplitCap: c.splitCap, SplitMax: c.splitMax, Window: c.window, Softcap: c.softcap}, tune)
+	shape := kernels.DecodeShape{B: len(seqs), Hq: c.sh.Hq, Hkv: c.sh.Hkv, Tq: c.tq, MaxBlocks: maxBlocks, MaxL: maxL, SplitLen: c.splitLen,
+		SplitCap: c.splitCap, SplitMax: c.splitMax, Window: c.window, Softcap: c.softcap}
+	var plan caseLauncher
+	var dplan *kernels.DecodePlan
+	if c.prefill {
+		plan, err = kernels.PlanPrefill(d, lay, shape, tune)
+	} else {
+		dplan, err = kernels.PlanDecodeWith(d, c.kernel, lay, shape, tune)
+		plan = dplan
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +209,10 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 	up(&out32, cuda.Bytes(poison32))
 
 	var q8, pv8 []float64
-	if plan.QK8() {
+	if dplan != nil && dplan.QK8() {
 		q8 = q8ScoreTerm(f, c.sh, seqs, q, c.tq)
 	}
-	if plan.PV8() {
+	if dplan != nil && dplan.PV8() {
 		pv8 = pv8ValueTerm(f, c.sh, seqs, c.tq)
 	}
 	var first []uint16

@@ -11,6 +11,8 @@
 // family's online softmax and merges), handed to NVRTC in memory. The
 // planners' knobs are data: a Tuning (one struct per planner, zero = the
 // measured defaults) that ParseTuning fills from the environment at a
-// program's edge and the caller passes to PlanDecodeWith, PlanPlanesWith
-// and PlanPackWith; the package itself reads no environment variable.
+// program's edge and the caller passes to PlanDecodeWith, PlanPlanesWith,
+// PlanPackWith and PlanPrefill; the package itself reads no environment
+// variable. Prefill chunks of many query rows take prefill.cu (PlanPrefill,
+// PrefillRoute) instead of the decode kernels.
 package kernels

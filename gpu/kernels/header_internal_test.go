@@ -80,7 +80,8 @@ func kernelPrograms(t *testing.T) []cuda.Program {
 	pack, _, _ := packProgram(128, l)
 	return []cuda.Program{mma, wg, v1, planes, pack, program("ops.cu", opsSource, nil, nil), program("gemv.cu", gemvSource, nil, nil),
 		program("gemvq.cu", gemvqSource, nil, nil), gemvq3Program(nil, nil), gemvqDECProgram(nil), program("dec.cu", decSource, nil, nil),
-		program("kvcache.cu", kvcacheSource, nil, nil), program("gemmq.cu", gemmqSource, nil, nil, cuda.Header{Name: "gemvq.cu", Source: gemvqSource})}
+		program("kvcache.cu", kvcacheSource, nil, nil), program("gemmq.cu", gemmqSource, nil, nil, cuda.Header{Name: "gemvq.cu", Source: gemvqSource}),
+		program("prefill.cu", prefillSource, nil, nil)}
 }
 
 // TestProgramsShareTheHeader checks that every kernel family's program is

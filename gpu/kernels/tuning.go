@@ -63,6 +63,13 @@ const (
 	// a cache converts theirs in a launch of its own, as before
 	// decode-step.md v39, for comparisons.
 	EnvDecodeOut32 = "BITDECODE_DECODE_OUT32"
+	// EnvPrefillFA set to false (0) is DecodeTuning.NoPrefill: the GPU
+	// cache prefills through the decode kernel (Tq = the chunk) as before
+	// prefill.cu, for comparisons.
+	EnvPrefillFA = "BITDECODE_PREFILL_FA"
+	// EnvPrefillStep is DecodeTuning.PrefillStep: prefill.cu's math step
+	// in keys (16 or 32; unset or 64: the whole 64-key tile).
+	EnvPrefillStep = "BITDECODE_PREFILL_STEP"
 	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
 	// start after the kernel ahead (the KV append or pack). "early" and
 	// "wait" run both as programmatic dependents, reading the blocks packed
@@ -179,6 +186,13 @@ type DecodeTuning struct {
 	// NoOut32 makes DecodePlan.Out32 false: callers convert the fp16
 	// output to float32 in a launch of their own (before v39).
 	NoOut32 bool
+	// NoPrefill keeps the GPU cache's prefill chunks on the decode kernel's
+	// plan (Tq = the chunk) instead of prefill.cu (PrefillRoute).
+	NoPrefill bool
+	// PrefillStep is prefill.cu's online-softmax step in keys (16 or 32),
+	// below its tile of 64 (32 at D = 256) whose loads it keeps; 0 is the
+	// whole tile.
+	PrefillStep int
 	// PDL is how the tensor-core kernels start after the kernel ahead of
 	// them on the stream (session 17); the zero value PDLAuto is the
 	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
@@ -494,6 +508,20 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	if out32, ok := p.boolean(EnvDecodeOut32); ok {
 		d.NoOut32 = !out32
+	}
+	if fa, ok := p.boolean(EnvPrefillFA); ok {
+		d.NoPrefill = !fa
+	}
+	if v, ok := p.get(EnvPrefillStep); ok {
+		switch v {
+		case "16", "32", "64":
+			d.PrefillStep, _ = strconv.Atoi(v)
+			if d.PrefillStep == 64 {
+				d.PrefillStep = 0
+			}
+		default:
+			p.fail(EnvPrefillStep, v, "16, 32 or 64")
+		}
 	}
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)

@@ -190,6 +190,28 @@ type layerKernels struct {
 	pack    *kernels.PackPlan
 	decode  map[decodeKey]*kernels.DecodePlan // Tq = 1, by batch and length bucket
 	prefill *kernels.DecodePlan               // B = 1, Tq = MaxChunk
+	// fa is prefill.cu's plan (B = 1, Tq = MaxChunk) where the cache runs
+	// it (faPlanned), else nil; runFA says which chunks take it.
+	fa *kernels.PrefillPlan
+}
+
+// faPlanned reports whether a cache plans prefill.cu (layerKernels.fa) for
+// layout l: where a whole chunk of MaxChunk tokens would take it
+// (kernels.PrefillRoute), unless the tuning says no (BITDECODE_PREFILL_FA=0)
+// or the cache is batch-invariant, whose prefill stays on the decode kernel
+// it was measured and checked with (TestGPUCacheBatchInvariant).
+func (c *Paged) faPlanned(l kernels.DecodeLayout) bool {
+	whole := kernels.DecodeShape{B: 1, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: c.opts.MaxChunk}
+	return kernels.PrefillRoute(l, whole) && !c.tuning.Decode.NoPrefill && !c.opts.BatchInvariant
+}
+
+// runFA reports whether run r of layer kernels lk launches prefill.cu
+// rather than the decode kernel's prefill plan: a prefill chunk (Tq > 1)
+// of enough query rows (kernels.PrefillRoute) where the cache planned it.
+// The route depends on the chunk's shape alone, so a canonical chunk of
+// prefix sharing always takes the same kernel ("Prefix sharing" below).
+func (c *Paged) runFA(lk *layerKernels, r gpuRun) bool {
+	return r.tq > 1 && lk.fa != nil && kernels.PrefillRoute(lk.lay, kernels.DecodeShape{B: r.n, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: r.tq})
 }
 
 // bucket returns the decode plan bucket of a run of n sequences: the
@@ -399,6 +421,12 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 			SplitLen: split(gpuPrefillSplit), Softcap: c.softcap}, c.tuning.Decode); err != nil {
 			return nil, err
 		}
+		if c.faPlanned(lk.lay) {
+			if lk.fa, err = kernels.PlanPrefill(c.dev, lk.lay, kernels.DecodeShape{
+				B: 1, Hq: sh.Hq, Hkv: sh.Hkv, Tq: c.opts.MaxChunk, MaxBlocks: c.maxBlk, MaxL: o.MaxLen, Softcap: c.softcap}, c.tuning.Decode); err != nil {
+				return nil, err
+			}
+		}
 	}
 	err = c.be.Do(func(x *cuda.Ctx) error {
 		for l := range c.layers {
@@ -450,7 +478,10 @@ func (c *Paged) Close() error {
 		if lk.prefill != nil {
 			keep(lk.prefill.Close())
 		}
-		lk.decode, lk.prefill = nil, nil
+		if lk.fa != nil {
+			keep(lk.fa.Close())
+		}
+		lk.decode, lk.prefill, lk.fa = nil, nil, nil
 	}
 	ptrs := append(append(append(c.take(), c.pool...), c.resK...), c.resV...)
 	for _, p := range ptrs {
@@ -895,10 +926,9 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 		// unless a DEC list is made from it or a plan says it cannot.
 		out32 := sel == 0 && !lk.rotate
 		for _, r := range runs {
-			out32 = out32 && lk.plan(r).Out32()
+			out32 = out32 && lk.plan(r).Out32() && (!c.runFA(lk, r) || lk.fa.Out32())
 		}
 		for _, r := range runs {
-			plan := lk.plan(r)
 			bufs := kernels.DecodeBuffers{
 				Pool: c.pool[layer], BlockTable: word(table + r.first*c.maxBlk),
 				ResK: c.resK[layer], ResV: c.resV[layer], ResSlots: word(slots + r.first), Lens: word(lens + r.first),
@@ -908,7 +938,13 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				bufs.Out32 = ptr[3] + cuda.DevicePtr(r.tok0*qw*4)
 			}
 			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window, Softcap: c.softcap}
-			if err := plan.LaunchShape(x, st, bufs, shape, 0); err != nil {
+			if c.runFA(lk, r) { // prefill.cu: 64 query rows a CTA (docs/perf/prefill.md)
+				if err := lk.fa.LaunchShape(x, st, bufs, shape, 0); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := lk.plan(r).LaunchShape(x, st, bufs, shape, 0); err != nil {
 				return err
 			}
 		}

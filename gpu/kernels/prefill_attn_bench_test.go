@@ -1,0 +1,102 @@
+package kernels_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/gpu/cuda"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// BenchmarkPrefillAttention times one prefill chunk's attention the way
+// kvcache/gpukv's Paged launches it: Tq = 512 new tokens at the end of a
+// sequence of L tokens (the chunk's keys included), one sequence, through
+// prefill.cu (PlanPrefill) and through decode_mma.cu's prefill plan (the
+// cache's before session 28: DecodeAuto, splits of 8192 tokens), for
+// formats and head dims PrefillRoute sends to prefill.cu. The pool holds
+// random fp16 bits (finite codes and pairs); times are medians of 20 runs
+// after 3 (cuda.MedianUS). It prints one line per case. Run on the GPU
+// machine:
+//
+//	./kernels.test -test.run '^$' -test.bench PrefillAttention -test.benchtime 1x
+func BenchmarkPrefillAttention(b *testing.B) {
+	d, ops := opsSetup(b)
+	type bcase struct {
+		spec        string
+		hq, hkv, dd int
+	}
+	var cases []bcase
+	for _, spec := range []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int2", "k4v2"} {
+		cases = append(cases, bcase{spec, 32, 8, 128})
+	}
+	for _, spec := range []string{"fp16", "int8", "int4"} {
+		cases = append(cases, bcase{spec, 32, 8, 64}, bcase{spec, 16, 8, 256})
+	}
+	const tq = 512
+	fmt.Printf("prefill step %d (0: the tile)\n%-16s %4s %6s %12s %12s %8s\n", tuning.Decode.PrefillStep, "format", "D", "L", "decode us", "prefill us", "speedup")
+	for _, c := range cases {
+		lay, err := kernels.LayoutFor(kv.MustResolve(c.spec, c.dd).WithOrder(kv.MMA))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range []int{4096, 32768} {
+			nr := lay.Nr
+			blocks := l / nr
+			pool := benchAlloc(b, d, blocks*c.hkv*lay.BlockBytes+16)
+			res := benchAlloc(b, d, 2*c.hkv*nr*c.dd*2)
+			q := benchAlloc(b, d, tq*c.hq*c.dd*2)
+			out := benchAlloc(b, d, tq*c.hq*c.dd*2)
+			table := make([]int32, blocks)
+			for i := range table {
+				table[i] = int32(i)
+			}
+			tb := benchAlloc(b, d, 4*blocks)
+			lens := benchAlloc(b, d, 4)
+			if err := d.HtoD(tb, cuda.Bytes(table)); err != nil {
+				b.Fatal(err)
+			}
+			if err := d.HtoD(lens, cuda.Bytes([]int32{int32(l)})); err != nil {
+				b.Fatal(err)
+			}
+			err := d.Do(func(x *cuda.Ctx) error {
+				if err := ops.FillNormalF16(x, d.Stream(), pool, (blocks*c.hkv*lay.BlockBytes)/2, 3, 1); err != nil {
+					return err
+				}
+				if err := ops.FillNormalF16(x, d.Stream(), res, c.hkv*nr*c.dd*2, 4, 1); err != nil {
+					return err
+				}
+				return ops.FillNormalF16(x, d.Stream(), q, tq*c.hq*c.dd, 5, 1)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			bufs := kernels.DecodeBuffers{Pool: pool, BlockTable: tb, ResK: res, ResV: res + cuda.DevicePtr(c.hkv*nr*c.dd*2), Lens: lens, Q: q, Out: out}
+			shape := kernels.DecodeShape{B: 1, Hq: c.hq, Hkv: c.hkv, Tq: tq, MaxBlocks: blocks, MaxL: l, SplitLen: (8192 + nr - 1) / nr * nr}
+			dp, err := kernels.PlanDecodeWith(d, kernels.DecodeAuto, lay, shape, tuning.Decode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pp, err := kernels.PlanPrefill(d, lay, shape, tuning.Decode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			time := func(launch func(x *cuda.Ctx) error) float64 {
+				var us float64
+				err := d.Do(func(x *cuda.Ctx) error {
+					var err error
+					us, err = x.MedianUS(d.Stream(), 3, 20, func(int) error { return launch(x) })
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return us
+			}
+			dus := time(func(x *cuda.Ctx) error { return dp.Launch(x, d.Stream(), bufs, 0) })
+			pus := time(func(x *cuda.Ctx) error { return pp.Launch(x, d.Stream(), bufs, 0) })
+			dp.Close()
+			fmt.Printf("%-16s %4d %6d %12.1f %12.1f %8.2f\n", c.spec, c.dd, l, dus, pus, dus/pus)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package kernels_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitdecode/bitdecode/attn"
+	"github.com/bitdecode/bitdecode/gpu/kernels"
+	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/kv"
+)
+
+// TestPrefillRoute checks the routing between prefill.cu and the decode
+// kernel's plan: by query rows a KV head (Tq times the group), and by what
+// prefill.cu reads.
+func TestPrefillRoute(t *testing.T) {
+	lay := func(spec string, d int) kernels.DecodeLayout {
+		l, err := kernels.LayoutFor(kv.MustResolve(spec, d).WithOrder(kv.MMA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for _, tt := range []struct {
+		spec        string
+		d           int
+		hq, hkv, tq int
+		want        bool
+	}{
+		{"int4", 128, 32, 8, 512, true}, // Llama-3.1-8B's chunk: 2048 rows a KV head
+		{"fp16", 128, 32, 8, 64, true},  // 256 rows
+		{"fp16", 128, 32, 8, 63, false}, // 252 rows: the decode plan
+		{"int4", 128, 32, 8, 1, false},  // a decode step
+		{"bf16", 64, 4, 4, 256, true},   // group 1
+		{"bf16", 64, 4, 4, 255, false},
+		{"k4v2", 256, 7, 1, 37, true}, // MQA, group 7: 259 rows
+		{"int2:kc32:v32", 128, 14, 2, 100, true},
+		{"int8", 256, 32, 8, 512, false}, // measured slower there (prefillFaster)
+		{"k8v4", 256, 32, 8, 512, false},
+		{"int4", 256, 32, 8, 512, true},
+	} {
+		s := kernels.DecodeShape{B: 1, Hq: tt.hq, Hkv: tt.hkv, Tq: tt.tq, MaxBlocks: 64, MaxL: 4096}
+		if got := kernels.PrefillRoute(lay(tt.spec, tt.d), s); got != tt.want {
+			t.Errorf("PrefillRoute(%s D=%d, Hq=%d Hkv=%d Tq=%d) = %v, want %v", tt.spec, tt.d, tt.hq, tt.hkv, tt.tq, got, tt.want)
+		}
+	}
+}
+
+// prefillSpecs are the formats the prefill tests run: every family the
+// decode kernels read (16-bit, int8, int4 and int2 halves, keys per channel
+// and per token, value groups, mixes, a 64-token block).
+var prefillSpecs = []string{"fp16", "bf16", "int8", "int4", "int4:kt128", "int4:kt32:v32", "int2", "int2:kc32:v32", "k8v4", "k4v2", "int4:kc64:res64"}
+
+// TestGPUPrefillMatchesReference checks prefill.cu against attn.Reference
+// (float64) within the decode kernels' tolerance, for every format, head dims
+// 64, 128 and 256, groups 1, 3, 4, 7, 8 and 16 (MQA among them), chunks of
+// several row tiles and a partial one, cached lengths that are not whole
+// blocks (the chunk's keys partly packed, partly in the residual), a chunk
+// after earlier ones, sliding windows and the soft-cap; every output
+// written (NaN-poisoned), three runs bitwise equal, and the float32 output
+// the fp16 one's widening (runCase). The same inputs through decode_mma.cu
+// (the cache's prefill before prefill.cu) pass the same check; the test
+// logs how far apart the two are.
+func TestGPUPrefillMatchesReference(t *testing.T) {
+	device(t)
+	shapes := []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 8, Hkv: 1, D: 128}, {Hq: 6, Hkv: 2, D: 256},
+		{Hq: 14, Hkv: 2, D: 128}, {Hq: 16, Hkv: 1, D: 64}}
+	specs := prefillSpecs
+	if testing.Short() {
+		specs = []string{"fp16", "bf16", "int4", "k4v2"}
+	}
+	for i, spec := range specs {
+		t.Run(spec, func(t *testing.T) { prefillSpecCases(t, i, spec, shapes) })
+	}
+}
+
+// prefillSpecCases runs TestGPUPrefillMatchesReference's cases of format
+// spec (the i-th).
+func prefillSpecCases(t *testing.T, i int, spec string, shapes []attn.Shape) {
+	seed := uint64(100 + 10*i)
+	{
+		nr := kv.MustParseSpec(spec).Residual
+		for j, sh := range shapes {
+			group := sh.Hq / sh.Hkv
+			tq := []int{70, 100, 37, 150}[(i+j)%4] // 70 x 4 = 280 rows: 4 tiles and a partial one
+			lens := []int{tq + 5, tq + 3*nr + 7, tq + nr}
+			if (i+j)%3 == 0 {
+				lens = append(lens, 1000+tq)
+			}
+			c := gpuCase{kernel: kernels.DecodeMMA, spec: spec, sh: sh, lens: lens, tq: tq}
+			switch (i + j) % 4 {
+			case 1:
+				c.window = []int{9, nr + 37, 700}[(i+j)%3]
+			case 2:
+				c.softcap = 4
+			}
+			seed++
+			got := runCase(t, rand.New(rand.NewPCG(seed, 7)), withPrefill(c))
+			want := runCase(t, rand.New(rand.NewPCG(seed, 7)), c)
+			ulps, bigDiff := 0, 0.0
+			for k := range got {
+				ulps = max(ulps, fp16ULPs(got[k], want[k]))
+				bigDiff = max(bigDiff, math.Abs(float64(half.ToFloat32(got[k])-half.ToFloat32(want[k]))))
+			}
+			t.Logf("%v (group %d): prefill.cu against decode_mma.cu: at most %d fp16 ulps apart, largest difference %.3g", c, group, ulps, bigDiff)
+		}
+	}
+}
+
+// withPrefill returns c run by prefill.cu.
+func withPrefill(c gpuCase) gpuCase {
+	c.prefill = true
+	return c
+}
