@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/internal/half"
@@ -50,18 +52,33 @@ func decodeFloat32(dt backend.DType, data []byte) ([]float32, error) {
 		return nil, fmt.Errorf("cannot widen %d bytes of %v", len(data), dt)
 	}
 	out := make([]float32, len(data)/sz)
-	for i := range out {
-		switch dt {
-		case backend.F32:
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-		case backend.F16:
-			out[i] = half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
-		case backend.BF16:
-			out[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
-		}
+	// Spans of the tensor on every core (each element alone: the same
+	// values whatever the split); a large matrix took seconds on one.
+	spans := (len(out) + decodeSpan - 1) / decodeSpan
+	workers := min(runtime.GOMAXPROCS(0), spans)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for sp := w; sp < spans; sp += workers {
+				for i := sp * decodeSpan; i < min(len(out), (sp+1)*decodeSpan); i++ {
+					switch dt {
+					case backend.F32:
+						out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+					case backend.F16:
+						out[i] = half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+					case backend.BF16:
+						out[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+					}
+				}
+			}
+		})
 	}
+	wg.Wait()
 	return out, nil
 }
+
+// decodeSpan is the elements of one decodeFloat32 work item.
+const decodeSpan = 1 << 16
 
 // kindOf is the kind of a linear weight's tensor name ("q_proj").
 func kindOf(name string) string {
