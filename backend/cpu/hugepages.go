@@ -12,8 +12,9 @@ package cpu
 // 8 MiB matrix's GEMV from memory ~20-35% (docs/perf/cpu-linear.md v2.16).
 // The cost is the copy at load (gocoder-23m's 44 MiB in ~10 ms) and the
 // resident copy beside the page cache's. EnvHugePages=off keeps the views
-// in place; other systems, or a kernel that refuses the advice, use
-// ordinary pages or the view itself.
+// in place, as do other systems and kernels without transparent huge pages
+// (off in /sys/kernel/mm/transparent_hugepage/enabled, or the advice
+// refused): there a copy would buy nothing.
 
 import (
 	"fmt"
