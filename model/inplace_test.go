@@ -1,14 +1,11 @@
 package model
 
 import (
-	"encoding/binary"
 	"math"
 	"path/filepath"
 	"testing"
 
-	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
-	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/model/safetensors"
 )
 
@@ -106,40 +103,5 @@ func TestWeightMemoryStoredFormat(t *testing.T) {
 	}
 	if len(seen) != len(want) {
 		t.Errorf("the synthetic families hold dtypes %v, want all of %v", seen, want)
-	}
-}
-
-// TestDecodeFloat32 checks decodeFloat32's spans on several goroutines
-// against the one-element conversions, for each dtype, a length that
-// leaves a partial span, and a bad length.
-func TestDecodeFloat32(t *testing.T) {
-	n := 3*decodeSpan + 17
-	data := make([]byte, 4*n)
-	for i := range data {
-		data[i] = byte(i*31 + i>>7)
-	}
-	for _, dt := range []backend.DType{backend.F32, backend.F16, backend.BF16} {
-		sz := dt.Size()
-		got, err := decodeFloat32(dt, data[:sz*n])
-		if err != nil || len(got) != n {
-			t.Fatalf("%v: %d values, err %v", dt, len(got), err)
-		}
-		for i, v := range got {
-			var want float32
-			switch dt {
-			case backend.F32:
-				want = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-			case backend.F16:
-				want = half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
-			case backend.BF16:
-				want = half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
-			}
-			if math.Float32bits(v) != math.Float32bits(want) {
-				t.Fatalf("%v: element %d = %v, want %v", dt, i, v, want)
-			}
-		}
-	}
-	if _, err := decodeFloat32(backend.F16, data[:7]); err == nil {
-		t.Error("7 bytes of F16 decoded")
 	}
 }

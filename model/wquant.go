@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/bitdecode/bitdecode/backend"
-	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/model/safetensors"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -45,40 +43,16 @@ func WeightMemoryOf(m Model) WeightMemory {
 	return WeightMemory{}
 }
 
-// decodeFloat32 widens little-endian F32, F16 or BF16 data to float32.
+// decodeFloat32 widens little-endian F32, F16 or BF16 data to float32
+// (safetensors.DecodeFloat32, whose dtypes bear backend's names).
 func decodeFloat32(dt backend.DType, data []byte) ([]float32, error) {
 	sz := dt.Size()
 	if sz == 0 || dt == backend.I32 || len(data)%sz != 0 {
 		return nil, fmt.Errorf("cannot widen %d bytes of %v", len(data), dt)
 	}
 	out := make([]float32, len(data)/sz)
-	// Spans of the tensor on every core (each element alone: the same
-	// values whatever the split); a large matrix took seconds on one.
-	spans := (len(out) + decodeSpan - 1) / decodeSpan
-	workers := min(runtime.GOMAXPROCS(0), spans)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for sp := w; sp < spans; sp += workers {
-				for i := sp * decodeSpan; i < min(len(out), (sp+1)*decodeSpan); i++ {
-					switch dt {
-					case backend.F32:
-						out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-					case backend.F16:
-						out[i] = half.ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
-					case backend.BF16:
-						out[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return out, nil
+	return out, safetensors.DecodeFloat32(out, data, safetensors.DType(dt.String()))
 }
-
-// decodeSpan is the elements of one decodeFloat32 work item.
-const decodeSpan = 1 << 16
 
 // kindOf is the kind of a linear weight's tensor name ("q_proj").
 func kindOf(name string) string {

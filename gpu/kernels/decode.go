@@ -988,15 +988,9 @@ func (p *DecodePlan) fixSplit(s DecodeShape) error {
 func (p *DecodePlan) load(dev *cuda.Device, prog cuda.Program, splitExpr, combineExpr string, t DecodeTuning) (err error) {
 	p.noOut32 = t.NoOut32
 	softcapOptions(&prog, p.shape.Softcap)
-	if t.Ptxas != nil {
-		prog.Options = append(prog.Options, "--ptxas-options=-v")
-	}
-	mod, err := dev.Compile(prog)
+	mod, err := compileReporting(dev, prog, t.Ptxas, splitExpr+", "+combineExpr)
 	if err != nil {
 		return err
-	}
-	if t.Ptxas != nil {
-		fmt.Fprintf(t.Ptxas, "%s [%s, %s]:\n%s\n", prog.Name, splitExpr, combineExpr, mod.Log())
 	}
 	if p.split, err = mod.Function(splitExpr); err != nil {
 		return err

@@ -5,6 +5,8 @@ package kernels
 
 import (
 	_ "embed"
+	"fmt"
+	"io"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -92,4 +94,22 @@ func flagArg(b bool) int32 {
 		return 1
 	}
 	return 0
+}
+
+// compileReporting compiles prog on dev. Where ptxas is not nil (the
+// tunings' Ptxas, BITDECODE_PTXAS_VERBOSE) it asks ptxas for its register
+// and spill report and writes it there, headed by the program's name and
+// what (its kernels' name expressions).
+func compileReporting(dev *cuda.Device, prog cuda.Program, ptxas io.Writer, what string) (*cuda.Module, error) {
+	if ptxas != nil {
+		prog.Options = append(prog.Options, "--ptxas-options=-v")
+	}
+	mod, err := dev.Compile(prog)
+	if err != nil {
+		return nil, err
+	}
+	if ptxas != nil {
+		fmt.Fprintf(ptxas, "%s [%s]:\n%s\n", prog.Name, what, mod.Log())
+	}
+	return mod, nil
 }

@@ -483,15 +483,9 @@ func PlanPlanesWith(dev *cuda.Device, k PlanesKernel, l PlanesLayout, s PlanesSh
 		prog.Options = append(prog.Options, timelineDefine)
 		prog.Exprs = append(prog.Exprs, timelineStampExpr)
 	}
-	if t.Ptxas != nil {
-		prog.Options = append(prog.Options, "--ptxas-options=-v")
-	}
-	mod, err := dev.Compile(prog)
+	mod, err := compileReporting(dev, prog, t.Ptxas, splitExpr+", "+combineExpr)
 	if err != nil {
 		return nil, err
-	}
-	if t.Ptxas != nil {
-		fmt.Fprintf(t.Ptxas, "planes.cu [%s, %s]:\n%s\n", splitExpr, combineExpr, mod.Log())
 	}
 	if p.split, err = mod.Function(splitExpr); err != nil {
 		return nil, err

@@ -370,18 +370,11 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     float qf[2][D / 16][4];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-      const int row = row0 + warp * 16 + g + 8 * r;
-      const bool ok = row < R;
-      const int i = ok ? row / group : 0, hq = h * group + (ok ? row % group : 0);
-      const u16* qp = q + ((size_t(b) * Tq + i) * Hq + hq) * D;
-#pragma unroll
-      for (int kb = 0; kb < D / 16; kb++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int c = 16 * kb + 2 * qd + (e & 1) + 8 * (e >> 1);
-          qf[r][kb][e] = ok ? h2f(qp[c]) * scaleLog2 : 0.f;
-        }
-      st.limit[r] = ok ? L - Tq + row / group : 0x7fffffff;
+      // Rows g and g + 8 of the warp's 16, as the decode kernels read theirs
+      // (zeros past the launch's R rows).
+      const int r0 = row0 + warp * 16 + 8 * r, row = r0 + g;
+      loadQueryFrag<D>(q, b, Tq, Hq, h, group, r0, R - r0, g, qd, scaleLog2, qf[r]);
+      st.limit[r] = row < R ? L - Tq + row / group : 0x7fffffff;
     }
 #pragma unroll
     for (int kb = 0; kb < D / 16; kb++) {

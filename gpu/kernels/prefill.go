@@ -120,15 +120,9 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc)
 	prog := program("prefill.cu", prefillSource, []string{expr}, nil)
 	softcapOptions(&prog, s.Softcap)
-	if t.Ptxas != nil {
-		prog.Options = append(prog.Options, "--ptxas-options=-v")
-	}
-	mod, err := dev.Compile(prog)
+	mod, err := compileReporting(dev, prog, t.Ptxas, expr)
 	if err != nil {
 		return nil, err
-	}
-	if t.Ptxas != nil {
-		fmt.Fprintf(t.Ptxas, "%s [%s]:\n%s\n", prog.Name, expr, mod.Log())
 	}
 	p := &PrefillPlan{layout: l, shape: s, smem: prefillSmem(l.D), noOut32: t.NoOut32}
 	if p.fn, err = mod.Function(expr); err != nil {

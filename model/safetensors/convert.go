@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/bitdecode/bitdecode/internal/half"
 )
@@ -21,6 +23,28 @@ func DecodeFloat32(dst []float32, src []byte, dtype DType) error {
 	if size := dtype.Size(); len(src) != len(dst)*size {
 		return fmt.Errorf("%d bytes of %s for %d values", len(src), dtype, len(dst))
 	}
+	// Spans of the tensor on every core (each element alone: the same
+	// values whatever the split); a large matrix took seconds on one.
+	spans := (len(dst) + decodeSpan - 1) / decodeSpan
+	workers := min(runtime.GOMAXPROCS(0), spans)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for sp := w; sp < spans; sp += workers {
+				decodeSpanOf(dst[sp*decodeSpan:min(len(dst), (sp+1)*decodeSpan)], src[sp*decodeSpan*dtype.Size():], dtype)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// decodeSpan is the elements of one DecodeFloat32 work item.
+const decodeSpan = 1 << 16
+
+// decodeSpanOf converts len(dst) elements of src (DecodeFloat32's checked
+// dtypes).
+func decodeSpanOf(dst []float32, src []byte, dtype DType) {
 	switch dtype {
 	case F32:
 		for i := range dst {
@@ -35,5 +59,4 @@ func DecodeFloat32(dst []float32, src []byte, dtype DType) error {
 			dst[i] = half.BF16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	}
-	return nil
 }
