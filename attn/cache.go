@@ -2,9 +2,9 @@ package attn
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/bitdecode/bitdecode/internal/half"
+	"github.com/bitdecode/bitdecode/internal/hugepage"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -73,7 +73,6 @@ type Cache struct {
 // cost ~8 cycles per (token, KV head) at (8, 8K) (docs/perf/cpu-attention.md
 // v44). The layout of every block is unchanged; only where it lives.
 const (
-	hugePageBytes   = 2 << 20
 	arenaMinBytes   = 1 << 20
 	arenaChunkBytes = 8 << 20
 )
@@ -92,8 +91,8 @@ func (c *Cache) allocBlock(n int) []byte {
 	}
 	if len(c.arena) == 0 {
 		first := c.arena == nil
-		chunk := make([]byte, arenaChunkBytes+hugePageBytes)
-		lo, hi := hugeRange(chunk)
+		chunk := make([]byte, arenaChunkBytes+hugepage.Size)
+		lo, hi := hugepage.Range(chunk)
 		adviseHuge(chunk[lo:hi])
 		c.arena = append(c.arena[:0], chunk[lo:hi], chunk[:lo], chunk[hi:])
 		if first {
@@ -137,24 +136,15 @@ func (c *Cache) moveOwnBlocks(n int) {
 // cache's: the decode's streaming reads would take a TLB miss per 4 KiB of
 // it otherwise, as a Cache's own chunks would (v44).
 func AdviseHugePages(b []byte) bool {
-	lo, hi := hugeRange(b)
-	return adviseHugeLater(b[lo:hi])
+	lo, hi := hugepage.Range(b)
+	return hugepage.Advise(b[lo:hi])
 }
 
-// hugeRange returns the bounds [lo, hi) of the whole 2 MiB pages inside b
-// (lo == hi when there is none).
-func hugeRange(b []byte) (lo, hi int) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	base := uintptr(unsafe.Pointer(&b[0]))
-	lo = int((base+hugePageBytes-1)&^(hugePageBytes-1) - base)
-	hi = int((base+uintptr(len(b)))&^(hugePageBytes-1) - base)
-	if hi <= lo {
-		return 0, 0
-	}
-	return lo, hi
-}
+// adviseHuge asks the kernel to back b, whole 2 MiB pages (hugepage.Range),
+// with huge pages now, and reports whether it did. The contents stay as
+// they are. The chunk may reuse memory the heap already touched in small
+// pages: the advice alone applies to future faults, the collapse to these.
+func adviseHuge(b []byte) bool { return hugepage.Advise(b) && hugepage.Collapse(b) }
 
 // NewCache returns an empty cache of format f for shape s.
 func NewCache(f kv.Format, s Shape) (*Cache, error) {

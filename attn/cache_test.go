@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/bitdecode/bitdecode/internal/hugepage"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -95,25 +96,25 @@ func TestCacheArenaBlocks(t *testing.T) {
 
 // TestAdviseHugeKeepsContents advises the huge pages of a chunk with data
 // in it: the bytes are the same after (whether or not this kernel gave
-// huge pages), and hugeRange gives whole aligned pages inside the chunk.
+// huge pages), and hugepage.Range gives whole aligned pages inside the chunk.
 func TestAdviseHugeKeepsContents(t *testing.T) {
-	b := make([]byte, 3*hugePageBytes)
+	b := make([]byte, 3*hugepage.Size)
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := range b {
 		b[i] = byte(r.Uint32())
 	}
 	want := bytes.Clone(b)
-	lo, hi := hugeRange(b)
+	lo, hi := hugepage.Range(b)
 	base := uintptr(unsafe.Pointer(&b[0]))
-	if lo < 0 || hi > len(b) || hi-lo < len(b)-hugePageBytes || (base+uintptr(lo))%hugePageBytes != 0 || (hi-lo)%hugePageBytes != 0 {
-		t.Fatalf("hugeRange of %d bytes at %#x: [%d, %d)", len(b), base, lo, hi)
+	if lo < 0 || hi > len(b) || hi-lo < len(b)-hugepage.Size || (base+uintptr(lo))%hugepage.Size != 0 || (hi-lo)%hugepage.Size != 0 {
+		t.Fatalf("hugepage.Range of %d bytes at %#x: [%d, %d)", len(b), base, lo, hi)
 	}
 	t.Logf("adviseHuge: %v", adviseHuge(b[lo:hi]))
 	if !bytes.Equal(b, want) {
 		t.Fatal("adviseHuge changed the chunk's bytes")
 	}
-	if lo, hi := hugeRange(b[:hugePageBytes-1]); lo != hi {
-		t.Fatalf("hugeRange of less than a page: [%d, %d)", lo, hi)
+	if lo, hi := hugepage.Range(b[:hugepage.Size-1]); lo != hi {
+		t.Fatalf("hugepage.Range of less than a page: [%d, %d)", lo, hi)
 	}
 }
 
@@ -121,7 +122,7 @@ func TestAdviseHugeKeepsContents(t *testing.T) {
 // then fills it: it reads back zero before and its data after, advised or
 // not (the advice changes where the bytes live, never what they are).
 func TestAdviseHugePagesPool(t *testing.T) {
-	b := make([]byte, 5*hugePageBytes+123)
+	b := make([]byte, 5*hugepage.Size+123)
 	t.Logf("AdviseHugePages: %v", AdviseHugePages(b))
 	for i, v := range b {
 		if v != 0 {

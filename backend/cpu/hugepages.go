@@ -6,7 +6,7 @@ package cpu
 // stop at each page's end. So a matrix that would be used in place (a view
 // of a mapped checkpoint: LoadWeightView, LoadInt8WeightView's codes) is
 // instead copied, byte for byte, into anonymous memory advised for 2 MiB
-// transparent huge pages (MADV_HUGEPAGE on 2 MiB-aligned chunks). The kernels
+// transparent huge pages (chunks of internal/hugepage.Map). The kernels
 // read the same bytes, so every output keeps its bits; only the speed
 // differs: gocoder-23m's decode runs ~10% faster on the 2-core Zen 4 VM, an
 // 8 MiB matrix's GEMV from memory ~20-35% (docs/perf/cpu-linear.md v2.16).
@@ -19,6 +19,8 @@ package cpu
 import (
 	"fmt"
 	"sync"
+
+	"github.com/bitdecode/bitdecode/internal/hugepage"
 )
 
 // EnvHugePages names the environment variable that says whether matrix
@@ -28,9 +30,6 @@ const EnvHugePages = "BITDECODE_CPU_HUGE_PAGES"
 // hugePagesOn is whether weights loaded now are copied into huge pages
 // (configure sets it from EnvHugePages; tests set it directly).
 var hugePagesOn = true
-
-// hugePage is the size of a transparent huge page, the chunks' alignment.
-const hugePage = 2 << 20
 
 // hugeChunkMin is the smallest chunk the arena maps: weights of a model
 // share chunks, and memory never touched costs only address space.
@@ -77,7 +76,7 @@ func (a *hugeArena) copyIn(data []byte) ([]byte, *hugeChunk) {
 	defer a.mu.Unlock()
 	n := (len(data) + hugeAlign - 1) &^ (hugeAlign - 1)
 	if a.cur == nil || len(a.cur.rest) < n {
-		mapping, aligned, ok := mapHuge(max(hugeChunkMin, (n+hugePage-1)&^(hugePage-1)))
+		mapping, aligned, ok := hugepage.Map(max(hugeChunkMin, (n+hugepage.Size-1)&^(hugepage.Size-1)))
 		if !ok {
 			return data, nil
 		}
@@ -107,6 +106,6 @@ func (c *hugeChunk) release() {
 
 // unmap returns c's memory (under its arena's lock).
 func (c *hugeChunk) unmap() {
-	unmapHuge(c.mapping)
+	hugepage.Unmap(c.mapping)
 	c.mapping, c.rest = nil, nil
 }

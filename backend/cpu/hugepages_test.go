@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"testing"
+
+	"github.com/bitdecode/bitdecode/internal/hugepage"
 )
 
 // TestHugeArena checks the arena's bookkeeping: copies keep their bytes,
@@ -30,8 +32,8 @@ func TestHugeArena(t *testing.T) {
 		}
 	}
 	p1, p2 := uintptr(unsafePointer(&c1[0])), uintptr(unsafePointer(&c2[0]))
-	if p1%hugePage != 0 || p2%hugeAlign != 0 || p2 < p1+uintptr(len(c1)) {
-		t.Errorf("placement: first at %#x (want a %d boundary), second at %#x (want %d-aligned, after the first's %d bytes)", p1, hugePage, p2, hugeAlign, len(c1))
+	if p1%hugepage.Size != 0 || p2%hugeAlign != 0 || p2 < p1+uintptr(len(c1)) {
+		t.Errorf("placement: first at %#x (want a %d boundary), second at %#x (want %d-aligned, after the first's %d bytes)", p1, hugepage.Size, p2, hugeAlign, len(c1))
 	}
 	// A weight larger than what is left takes a new chunk; the first stays
 	// mapped while it holds weights.
