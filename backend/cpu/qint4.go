@@ -216,6 +216,7 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 	N := m.N
 	if cpufeat.VNNI() {
 		RW := m.Elem.RowWords(m.K)
+		quads := t1-t0 >= 4 && int4Strided(toks[t0:t1]) // the 4x4 tile's layout
 		for n := n0; n < n1; {
 			nr := 1
 			if n+4 <= n1 {
@@ -226,7 +227,7 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 				k = int4VNNI_1x4
 			}
 			t := t0
-			for ; nr == 4 && t+4 <= t1 && int4Quad(toks[t:t+4]); t += 4 {
+			for ; quads && nr == 4 && t+4 <= t1; t += 4 {
 				a := &toks[t]
 				int4VNNI_4x4(&a.xq[0], uintptr(len(a.xq)), &a.sx[0], &a.xsum[0], int4TokenStride(m.K), unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), m.K/int4Group, &y[t*N+n], uintptr(4*N), &pz[2*n], uintptr(8*N))
 			}
@@ -264,10 +265,11 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 // K/128 sums a token.
 func int4TokenStride(K int) uintptr { return uintptr(4 * (K/8 + K/int4Group)) }
 
-// int4Quad reports whether 4 quantized tokens sit as quantizeInt4Rows lays
-// them out (codes 2K bytes apart, scales and sums int4TokenStride apart,
-// each token's sums right after its scales), as int4VNNI_4x4 reads them.
-func int4Quad(q []int4Token) bool {
+// int4Strided reports whether the quantized tokens q sit as
+// quantizeInt4Rows lays them out (codes 2K bytes apart, scales and sums
+// int4TokenStride apart, each token's sums right after its scales), as
+// int4VNNI_4x4 reads any 4 of them.
+func int4Strided(q []int4Token) bool {
 	K := len(q[0].xq) / 2
 	xs, ss := uintptr(2*K), int4TokenStride(K)
 	x0, s0 := uintptr(unsafe.Pointer(&q[0].xq[0])), uintptr(unsafe.Pointer(&q[0].sx[0]))
