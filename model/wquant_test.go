@@ -19,9 +19,10 @@ type plainBackend struct{ backend.Backend }
 // TestLoadQuantized loads the reference checkpoint with int4 weights, on the
 // CPU backend's packed paths and through the dequantize-to-float32 fallback:
 // the float packed orders compute float32 sums of the same products x·ŵ as
-// the canonical order of backend/cpu, so the logits (int4 on its float
-// path, then int8) agree to float32 rounding; int4's default integer path
-// rounds x to 16-bit codes first and agrees within that rounding's bound;
+// the canonical order of backend/cpu, so the logits (int4 and int8 on their
+// float paths) agree to float32 rounding; the default integer paths (int4,
+// int8 with AVX-512 VNNI) round x to 16-bit codes first and agree within
+// that rounding's bound;
 // all far below the formats' own error, and pick the same tokens.
 // The accounting must match the format; DEC and GPTQ without what they need
 // must fail clearly.
@@ -100,7 +101,17 @@ func TestLoadQuantized(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f8.Close()
-	compareLogits(t, "int8", logits(p8), logits(f8), cfg.Vocab, 1e-5)
+	// int8 takes the integer path on CPUs with AVX-512 VNNI (qint8.go: x
+	// rounded as int4's), the float packed order elsewhere.
+	compareLogits(t, "int8", logits(p8), logits(f8), cfg.Vocab, 1e-4)
+	setInt4("float")
+	p8f, err := Load(dir, be, LoadOptions{Weights: spec8})
+	setInt4("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p8f.Close()
+	compareLogits(t, "int8 (float)", logits(p8f), logits(f8), cfg.Vocab, 1e-5)
 
 	wm := WeightMemoryOf(packed)
 	H, I, L := int64(cfg.Hidden), int64(cfg.Intermediate), int64(cfg.Layers)

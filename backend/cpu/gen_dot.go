@@ -619,14 +619,45 @@ func (g *gen) intTilePrologue(name string, nr int) {
 	}
 }
 
-// kernelInt4VNNI (MR = 1): per group of 128 channels (16 words) and row c,
-// the exact int32 lane sums D = 254·D1 + D2, D1 and D2 the VPDPBUSD of the
-// low and high nibbles with the token's two int8 code terms (lanes: words;
+// intElem is a weight element of the integer path: int4 (qint4.go: a
+// group's 16 words, each split into its low and high nibbles) or int8
+// (qint8.go: a group's 32 words, the first 16 paired with the x codes of
+// int4's low nibbles, the last 16 with its high ones).
+type intElem struct {
+	name   string // the kernels' prefix
+	gbytes int    // weight bytes a group of 128 channels
+}
+
+var (
+	intInt4 = intElem{name: "int4", gbytes: 64}
+	intInt8 = intElem{name: "int8", gbytes: 128}
+)
+
+// codes loads the group's weight bytes at off(row) into lo and hi: the
+// bytes that pair with x's low-nibble codes and with its high-nibble ones.
+// int4 splits one load by the nibble mask in mask (hi may be src's
+// register); int8 loads the two halves as they lie.
+func (g *gen) codes(e intElem, src func(off int) string, lo, hi, mask string) {
+	if e.gbytes == 128 {
+		g.p("VMOVDQU32 %s, %s", src(0), lo)
+		g.p("VMOVDQU32 %s, %s", src(64), hi)
+		return
+	}
+	g.p("VMOVDQU32 %s, %s", src(0), hi)
+	g.p("VPANDD %s, %s, %s", mask, hi, lo)
+	g.p("VPSRLD $4, %s, %s", hi, hi)
+	g.p("VPANDD %s, %s, %s", mask, hi, hi)
+}
+
+// kernelInt4VNNI (MR = 1): per group of 128 channels (int4: 16 words; int8:
+// 32) and row c, the exact int32 lane sums D = 254·D1 + D2, D1 and D2 the
+// VPDPBUSD of the low and high halves (int4: nibbles; int8: the group's
+// two 16-word chunks) with the token's two int8 code terms (lanes: words;
 // the product by 254 a VPMULLD between the two chains), then
 // acc_c += float(D)·(s·sx), and the scalar zs_c += z·X. With 4 rows the
 // group's 256 bytes of x codes sit in Z16-Z19, loaded once for the 4 rows.
-func (g *gen) kernelInt4VNNI(nr int) {
-	name := fmt.Sprintf("int4VNNI_1x%d", nr)
+func (g *gen) kernelInt4VNNI(e intElem, nr int) {
+	name := fmt.Sprintf("%sVNNI_1x%d", e.name, nr)
 	g.intTilePrologue(name, nr)
 	g.p("MOVL $0x0f0f0f0f, AX")
 	g.p("VPBROADCASTD AX, Z31")
@@ -638,14 +669,19 @@ func (g *gen) kernelInt4VNNI(nr int) {
 	g.p("TESTQ CX, CX")
 	g.p("JEQ %s_reduce", name)
 	g.loop(name + "_loop")
-	for off := 0; off < nr*64; off += 64 {
+	for off := 0; off < nr*e.gbytes; off += 64 {
 		g.p("PREFETCHT0 %d(R8)", off)
 	}
-	g.p("ADDQ $%d, R8", nr*64)
+	g.p("ADDQ $%d, R8", nr*e.gbytes)
 	g.p("VMOVUPS (R9), Z27") // sx of each lane's 8 channels
 	g.p("VMOVSS (R10), X24") // X
-	// The x codes: q1 of the low and high nibbles, then q2 of each.
-	xs := [4]string{"(SI)(AX*4)", "64(SI)(AX*4)", "128(SI)(AX*4)", "192(SI)(AX*4)"}
+	// The x codes (256 bytes a group; AX counts the weight bytes): q1 of
+	// the low and high halves, then q2 of each.
+	xi := 256 / e.gbytes
+	xs := [4]string{}
+	for i := range xs {
+		xs[i] = fmt.Sprintf("%d(SI)(AX*%d)", 64*i, xi)
+	}
 	if nr > 1 {
 		for i := range xs {
 			g.p("VMOVDQU32 %s, Z%d", xs[i], 16+i)
@@ -653,10 +689,7 @@ func (g *gen) kernelInt4VNNI(nr int) {
 		}
 	}
 	for c := range nr {
-		g.p("VMOVDQU32 (%s)(AX*1), Z28", wrows[c])
-		g.p("VPANDD Z31, Z28, Z29")
-		g.p("VPSRLD $4, Z28, Z28")
-		g.p("VPANDD Z31, Z28, Z28")
+		g.codes(e, func(off int) string { return fmt.Sprintf("%d(%s)(AX*1)", off, wrows[c]) }, "Z29", "Z28", "Z31")
 		g.p("VPXORD Z30, Z30, Z30")
 		g.p("VPDPBUSD %s, Z29, Z30", xs[0])
 		g.p("VPDPBUSD %s, Z28, Z30", xs[1])
@@ -672,7 +705,7 @@ func (g *gen) kernelInt4VNNI(nr int) {
 		g.p("VMULSS X24, X25, X25") // z·X
 		g.p("VADDSS X25, X%d, X%d", 4+c, 4+c)
 	}
-	g.p("ADDQ $64, AX")
+	g.p("ADDQ $%d, AX", e.gbytes)
 	g.p("ADDQ BX, DX")
 	g.p("ADDQ $64, R9")
 	g.p("ADDQ $4, R10")
@@ -691,8 +724,8 @@ func (g *gen) kernelInt4VNNI(nr int) {
 }
 
 // kernelInt4VNNI4x4 is kernelInt4VNNI for 4 tokens and 4 weight rows at
-// once (prefill): each row's codes are loaded and split into nibbles once
-// for the 4 tokens, each token's block scales once for the 4 rows, and the
+// once (prefill): each row's codes are loaded (int4: and split into
+// nibbles) once for the 4 tokens, each token's block scales once for the 4 rows, and the
 // 16 (row, token) sums run as independent chains (two tokens interleaved).
 // Per (row, token) every operation is the 1×4 kernel's, in its order: the
 // same int32 lane sums D, u_l = s·sx_l (VMULPS with s broadcast from
@@ -701,14 +734,14 @@ func (g *gen) kernelInt4VNNI(nr int) {
 // pairs times X: the odd lanes' sums are the scalar zs of each row), so the
 // outputs are bitwise the 1×4 kernel's. The 4 tokens' codes, block scales
 // and sums sit at one stride each (xs bytes for the codes, ss for the
-// scales and sums: quantizeInt4Rows's layout), the 4 rows at ws bytes.
+// scales and sums: quantizeIntRows's layout), the 4 rows at ws bytes.
 //
 // Registers: Z(4r+t) the accumulators, Y16-Y19 the zs of each token,
 // Z20/Z21 the low and high nibbles of the row, Z22/Z23 two tokens' D,
 // Z24-Z27 the tokens' block scales, Z28 the nibble mask, Z29 254, Z30/Z31
 // the two tokens' u (Y30 the group's (s, z) pairs at the group's start).
-func (g *gen) kernelInt4VNNI4x4() {
-	const name = "int4VNNI_4x4"
+func (g *gen) kernelInt4VNNI4x4(e intElem) {
+	name := e.name + "VNNI_4x4"
 	fmt.Fprintf(&g.s, "\n// func %s(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr)\n", name)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $128-96\n", name)
 	g.p("MOVQ xq+0(FP), SI")
@@ -762,10 +795,7 @@ func (g *gen) kernelInt4VNNI4x4() {
 		}
 	}
 	for r := range 4 {
-		g.p("VMOVDQU32 %s, Z22", rows[r])
-		g.p("VPANDD Z28, Z22, Z20")
-		g.p("VPSRLD $4, Z22, Z21")
-		g.p("VPANDD Z28, Z21, Z21")
+		g.codes(e, func(off int) string { return fmt.Sprintf("%d%s", off, rows[r]) }, "Z20", "Z21", "Z28")
 		for ta := 0; ta < 4; ta += 2 {
 			tb := ta + 1
 			g.p("VPXORD Z22, Z22, Z22")
@@ -792,8 +822,8 @@ func (g *gen) kernelInt4VNNI4x4() {
 	}
 	g.p("ADDQ $256, SI")
 	g.p("ADDQ $256, R8")
-	g.p("ADDQ $64, DI")
-	g.p("ADDQ $64, R11")
+	g.p("ADDQ $%d, DI", e.gbytes)
+	g.p("ADDQ $%d, R11", e.gbytes)
 	g.p("ADDQ $64, R9")
 	g.p("ADDQ $4, BX")
 	g.p("ADDQ ps+88(FP), DX")
@@ -1348,12 +1378,14 @@ func main() {
 		fmt.Fprintf(&decl, "\t%q: widen%sAVX512,\n", f.name, f.name)
 	}
 	decl.WriteString("}\n\n")
-	for _, nr := range []int{1, 4} {
-		asm.kernelInt4VNNI(nr)
-		fmt.Fprintf(&decl, "//go:noescape\nfunc int4VNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", nr)
+	for _, e := range []intElem{intInt4, intInt8} {
+		for _, nr := range []int{1, 4} {
+			asm.kernelInt4VNNI(e, nr)
+			fmt.Fprintf(&decl, "//go:noescape\nfunc %sVNNI_1x%d(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)\n\n", e.name, nr)
+		}
+		asm.kernelInt4VNNI4x4(e)
+		fmt.Fprintf(&decl, "//go:noescape\nfunc %sVNNI_4x4(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr)\n\n", e.name)
 	}
-	asm.kernelInt4VNNI4x4()
-	decl.WriteString("//go:noescape\nfunc int4VNNI_4x4(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr)\n\n")
 	asm.kernelInt4AVX2()
 	asm.kernelInt4Quant()
 	asm.kernelInt3Quant()

@@ -62,7 +62,9 @@ func TestLinearGroupQuant(t *testing.T) {
 	}{
 		{"int4", []wq.Elem{wq.Int4, wq.Int4, wq.Int4}},
 		{"int3", []wq.Elem{wq.Int3, wq.Int3, wq.Int3}},
+		{"int8", []wq.Elem{wq.Int8, wq.Int8, wq.Int8}},
 		{"mixed", []wq.Elem{wq.Int4, wq.Int3, 0}},
+		{"mixed8", []wq.Elem{wq.Int8, wq.Int4, wq.Int8}},
 	} {
 		for _, threads := range []int{1, 2} {
 			for _, T := range []int{1, 5} {

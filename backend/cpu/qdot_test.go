@@ -39,18 +39,18 @@ func TestQuantLinearLevels(t *testing.T) {
 
 func checkQuantLevels(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
 	for _, on := range []bool{false, true} {
-		if on && !(e == wq.Int4 && G == int4Group) {
+		if on && !((e == wq.Int4 || e == wq.Int8) && G == int4Group) {
 			continue
 		}
 		func() {
 			int4IntegerOn = on
 			defer func() { int4IntegerOn = false }()
-			checkQuantLevelsMode(t, r, e, G, T, K, N, on)
+			checkQuantLevelsMode(t, r, e, G, T, K, N)
 		}()
 	}
 }
 
-func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int, int8dot bool) {
+func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int) {
 	m, err := wq.Quantize(e, G, N, K, llmWeight(r, N, K))
 	if err != nil {
 		t.Fatal(err)
@@ -61,20 +61,20 @@ func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int,
 	for i := range bv {
 		bv[i] = float32(r.NormFloat64())
 	}
-	refs := map[bool][]float32{}
+	refs := map[intPath][]float32{}
 	for _, lvl := range cpufeat.Levels() {
 		_, restore := cpufeat.Force(lvl)
 		for _, threads := range []int{1, 2} {
 			b := New(threads)
 			w := mustQuant(t, b, m, nil)
 			// int3 takes its integer path only where VNNI and VBMI are
-			// active; each path has its reference bits.
-			int3dot := w.(*qweight).int3dot
+			// active, int8 where VNNI is; each path has its reference bits.
+			path := w.(*qweight).integerPath()
 			x := mustTensor(t, b, xv, T, K)
 			y := poisoned(t, b, T, N)
 			b.Linear(y, x, w, mustWeight(t, b, "bias", bv, N))
 			got := download(t, b, y)
-			if refs[int3dot] == nil {
+			if refs[path] == nil {
 				for i, v := range got {
 					tt, n := i/N, i%N
 					want := float64(bv[n])
@@ -82,18 +82,18 @@ func checkQuantLevelsMode(t *testing.T, r *rand.Rand, e wq.Elem, G, T, K, N int,
 						want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
 					}
 					tol := canonicalTol(xv[tt*K:(tt+1)*K], wh[n*K:(n+1)*K], bv[n], K)
-					if int8dot || int3dot {
+					if path != pathNone {
 						tol = baseTol(m, xv[tt*K:(tt+1)*K], wh, n, true) + 0x1p-24*math.Abs(want)
 					}
 					if d := math.Abs(float64(v) - want); !(d <= tol) {
 						restore()
-						t.Fatalf("%v (int3 integer %v): y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, int3dot, tt, n, v, want, d, tol)
+						t.Fatalf("%v (integer path %v): y[%d,%d] = %v, want %v (err %g, tol %g)", lvl, path, tt, n, v, want, d, tol)
 					}
 				}
-				refs[int3dot] = got
+				refs[path] = got
 				continue
 			}
-			ref := refs[int3dot]
+			ref := refs[path]
 			for i, v := range got {
 				if math.Float32bits(v) != math.Float32bits(ref[i]) {
 					restore()
@@ -166,9 +166,28 @@ func baseTol(m *wq.Matrix, x, wh []float32, n int, integer bool) float64 {
 	// x's blocks and the depth of the float32 combination: int4 sums K/128
 	// groups per lane, then the tree, z·X̂ and the bias; int3 (qint3.go)
 	// 3 per chunk of 512, the tree, the z·X̂ of 4 lanes and the bias.
+	// int8 (qint8.go) blocks channels by int8XPerm and rounds float32(D)
+	// once more.
 	B, depth := 8, K/int4Group+7
-	if m.Elem == wq.Int3 {
+	block := func(g, b int) []int { // the channels of block b of group g
+		ks := make([]int, B)
+		for j := range ks {
+			ks[j] = g*int4Group + B*b + j
+		}
+		return ks
+	}
+	switch m.Elem {
+	case wq.Int3:
 		B, depth = 32, 3*K/int3Chunk+4+K/int4Group+3
+	case wq.Int8:
+		depth++
+		block = func(g, b int) []int {
+			ks := make([]int, B)
+			for j := range ks {
+				ks[j] = g*int4Group + int8XPerm[B*b+j]
+			}
+			return ks
+		}
 	}
 	var quant, terms, xsumErr float64
 	for g := 0; g < K/int4Group; g++ {
@@ -176,13 +195,13 @@ func baseTol(m *wq.Matrix, x, wh []float32, n int, integer bool) float64 {
 		s, z := float64(half.ToFloat32(s16)), float64(half.ToFloat32(z16))
 		var absXh float64 // Σ|x̂| ≤ Σ (|x| + sx/2)
 		for b := 0; b < int4Group/B; b++ {
-			k0 := g*int4Group + B*b
+			ks := block(g, b)
 			var amax float32
-			for _, v := range x[k0 : k0+B] {
-				amax = max(amax, float32(math.Abs(float64(v))))
+			for _, k := range ks {
+				amax = max(amax, float32(math.Abs(float64(x[k]))))
 			}
 			sx := float64(amax / int4XMax)
-			for k := k0; k < k0+B; k++ {
+			for _, k := range ks {
 				sq := s * float64(m.Raw(n, k))
 				xh := math.Abs(float64(x[k])) + sx/2
 				quant += math.Abs(float64(wh[n*K+k])) * sx / 2
@@ -366,6 +385,85 @@ func TestInt3Integer(t *testing.T) {
 		xv[sh.K-5] = float32(math.Inf(1))
 		quantizeInt3X(toks[0], xv[:sh.K], make([]int32, sh.K/32))
 		int3Tile(toks[:1], y, m, pz, nil, 0, 1, 0, sh.N)
+		for n, v := range y[:sh.N] {
+			if !math.IsNaN(float64(v)) {
+				t.Fatalf("K=%d: x holds +Inf: y[0,%d] = %v, want NaN", sh.K, n, v)
+			}
+		}
+	}
+}
+
+// TestInt8Integer checks the integer int8 path (qint8.go): int8XPerm pairs
+// each x code with the weight byte of its channel (wq's layout, on random
+// codes); the VNNI tiles (1x1, 1x4 and 4x4) equal the Go reference bit for
+// bit, and both the float64 reference over Ŵ within the bound of x's codes
+// (baseTol), on ragged N, T = 1, 3, 4, 9 (the 4x4 tile and its remainder),
+// K = 128 to 1536, codes up to 255 against x terms of either sign; and a
+// token holding an Inf gives NaN in every output.
+func TestInt8Integer(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	// The map: the code byte that pairs with x position 8l+j (int4's order:
+	// low bytes 0..3 at positions 0, 4, 1, 5; high ones at 2, 6, 3, 7) is
+	// byte i of word l of the group's first (low) or second (high) chunk.
+	{
+		m, err := wq.NewMatrix(wq.Int8, 128, 1, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 256 {
+			m.SetCode(0, k, uint8(r.Uint32()))
+		}
+		seen := map[int]bool{}
+		for g := range 2 {
+			for l := range dotLanes {
+				for i, pos := range [8]int{0, 4, 1, 5, 2, 6, 3, 7} {
+					ch := g*128 + int8XPerm[8*l+pos]
+					seen[ch] = true
+					word := m.Words[2*g*dotLanes+(i/4)*dotLanes+l]
+					if got, want := word>>(8*(i%4))&0xff, m.Raw(0, ch); got != want {
+						t.Errorf("group %d lane %d byte %d: the tile multiplies code %d by channel %d's x, whose code is %d", g, l, i, got, ch, want)
+					}
+				}
+			}
+		}
+		if len(seen) != 256 {
+			t.Errorf("int8XPerm covers %d of 256 channels", len(seen))
+		}
+	}
+	if !cpufeat.VNNI() {
+		t.Log("no AVX-512 VNNI here: the tiles are not checked, the Go reference is")
+	}
+	for _, sh := range []struct{ T, K, N int }{{1, 128, 37}, {3, 512, 66}, {4, 1536, 12}, {9, 384, 9}} {
+		m, err := wq.Quantize(wq.Int8, 128, sh.N, sh.K, llmWeight(r, sh.N, sh.K))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wh := dequantized(m)
+		pz := packedParams(m)
+		xv := activations(r, sh.T, sh.K)
+		b := New(1)
+		toks, release := b.quantizeIntRows(xv, sh.T, sh.K, true)
+		y := make([]float32, sh.T*sh.N)
+		int8Tile(toks, y, m, pz, nil, 0, sh.T, 0, sh.N)
+		for i, v := range y {
+			tt, n := i/sh.N, i%sh.N
+			if g := dotInt8Generic(toks[tt], m, pz, n); math.Float32bits(g) != math.Float32bits(v) {
+				t.Fatalf("K=%d: y[%d,%d] = %v, the Go reference %v", sh.K, tt, n, v, g)
+			}
+			var want float64
+			for k := range sh.K {
+				want += float64(xv[tt*sh.K+k]) * float64(wh[n*sh.K+k])
+			}
+			tol := baseTol(m, xv[tt*sh.K:(tt+1)*sh.K], wh, n, true) + 0x1p-24*math.Abs(want)
+			if d := math.Abs(float64(v) - want); !(d <= tol) {
+				t.Fatalf("K=%d: y[%d,%d] = %v, want %v (err %g, tol %g)", sh.K, tt, n, v, want, d, tol)
+			}
+		}
+		release()
+		xv[sh.K-5] = float32(math.Inf(1))
+		toks, release = b.quantizeIntRows(xv[:sh.K], 1, sh.K, true)
+		int8Tile(toks, y, m, pz, nil, 0, 1, 0, sh.N)
+		release()
 		for n, v := range y[:sh.N] {
 			if !math.IsNaN(float64(v)) {
 				t.Fatalf("K=%d: x holds +Inf: y[0,%d] = %v, want NaN", sh.K, n, v)

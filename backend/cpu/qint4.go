@@ -4,7 +4,8 @@ package cpu
 // (BITDECODE_CPU_INT4=float selects the float packed order of qdot.go
 // instead, for comparisons; the setting is handed to the device at a
 // program's edge by backend.ConfigureDevices and used for weights loaded
-// after; it also covers int3's integer path, qint3.go). The integer path
+// after; it also covers int3's and int8's integer paths, qint3.go and
+// qint8.go). The integer path
 // runs the int4 GEMV about 1.5-2 times as fast as the float one at the
 // float path's perplexity (docs/perf/cpu-linear.md v2.12).
 //
@@ -68,9 +69,9 @@ const (
 	int4XMax   = 127 * int4XRatio
 )
 
-// EnvInt4 names the environment variable that selects the int4 and int3
-// paths: "int8dot" (the default) for integer dot products, "float" for the
-// float packed order.
+// EnvInt4 names the environment variable that selects the int4, int8 and
+// int3 paths: "int8dot" (the default) for integer dot products, "float" for
+// the float packed order.
 const EnvInt4 = "BITDECODE_CPU_INT4"
 
 // int4IntegerOn is whether weights loaded now take the integer path
@@ -261,12 +262,12 @@ func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t
 }
 
 // int4TokenStride is the bytes from one token's block scales (and group
-// sums) to the next token's in quantizeInt4Rows's scratch: K/8 scales and
+// sums) to the next token's in quantizeIntRows's scratch: K/8 scales and
 // K/128 sums a token.
 func int4TokenStride(K int) uintptr { return uintptr(4 * (K/8 + K/int4Group)) }
 
 // int4Strided reports whether the quantized tokens q sit as
-// quantizeInt4Rows lays them out (codes 2K bytes apart, scales and sums
+// quantizeIntRows lays them out (codes 2K bytes apart, scales and sums
 // int4TokenStride apart, each token's sums right after its scales), as
 // int4VNNI_4x4 reads any 4 of them.
 func int4Strided(q []int4Token) bool {
@@ -285,15 +286,16 @@ func int4Strided(q []int4Token) bool {
 
 // qlinearInt4 is qlinear for an int4 weight on the integer path.
 func (b *Backend) qlinearInt4(y, x []float32, w *qweight, bias []float32, T int) {
-	toks, release := b.quantizeInt4Rows(x, T, w.m.K)
+	toks, release := b.quantizeIntRows(x, T, w.m.K, false)
 	defer release()
 	b.tiles(T, w.m.N, func(t0, t1, n0, n1 int) { int4Tile(toks, y, w.m, w.pz, bias, t0, t1, n0, n1) })
 }
 
-// quantizeInt4Rows quantizes x [T, K] for the int4 integer path, one token
-// a row, on b's worker goroutines; release returns the scratch once the
-// tokens are no longer read.
-func (b *Backend) quantizeInt4Rows(x []float32, T, K int) (toks []int4Token, release func()) {
+// quantizeIntRows quantizes x [T, K] for the int4 integer path (int8's with
+// permute: each row first in int8XPerm's order, qint8.go), one token a row,
+// on b's worker goroutines; release returns the scratch once the tokens are
+// no longer read.
+func (b *Backend) quantizeIntRows(x []float32, T, K int, permute bool) (toks []int4Token, release func()) {
 	G := K / int4Group
 	qbuf := make([]int8, 2*T*K)
 	sbuf := getScratch(T * (K/8 + G))
@@ -304,8 +306,19 @@ func (b *Backend) quantizeInt4Rows(x []float32, T, K int) (toks []int4Token, rel
 		toks[t] = int4Token{xq: qbuf[2*t*K : 2*(t+1)*K], sx: f[:K/8], xsum: f[K/8:]}
 	}
 	b.parallelRows(T, K, func(t0, t1 int) {
+		var xp []float32
+		if permute {
+			buf := getScratch(K)
+			defer scratchPool.Put(buf)
+			xp = *buf
+		}
 		for t := t0; t < t1; t++ {
-			quantizeInt4X(toks[t], x[t*K:(t+1)*K], cbuf[t*K/8:(t+1)*K/8])
+			xt := x[t*K : (t+1)*K]
+			if permute {
+				permuteInt8X(xp, xt)
+				xt = xp
+			}
+			quantizeInt4X(toks[t], xt, cbuf[t*K/8:(t+1)*K/8])
 		}
 	})
 	return toks, func() { scratchPool.Put(sbuf) }

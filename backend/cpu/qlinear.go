@@ -10,8 +10,9 @@ package cpu
 // params, a quarter of fp16). int8, int4 and int3 with groups of 128 run in
 // their packed order (qdot.go): SIMD tiles decode the codes in registers
 // (ŵ = s·q + z by one FMA, exact) and sum x·ŵ in 16 lanes; by default int4
-// (and int3 on CPUs with VNNI and VBMI) multiply by integer dot products
-// instead, x rounded to 16-bit codes (qint4.go, qint3.go). Other formats
+// (and int8 on CPUs with AVX-512 VNNI, int3 with VNNI and VBMI) multiply by
+// integer dot products instead, x rounded to 16-bit codes (qint4.go,
+// qint8.go, qint3.go). Other formats
 // (fp16, other group sizes) dequantize: a work item of qTileN output rows
 // dequantizes them once into a per-worker float32 scratch, row-major, then
 // every token of the batch runs the F32 SIMD tiles over it (dot.go). Either
@@ -51,8 +52,8 @@ type qweight struct {
 	packed *packedFormat
 	pz     []float32
 	// int8dot: int4 by integer dot products (qint4.go), chosen at load;
-	// int3dot: int3 the same way (qint3.go).
-	int8dot, int3dot bool
+	// int3dot and q8dot: int3 and int8 the same way (qint3.go, qint8.go).
+	int8dot, int3dot, q8dot bool
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -75,7 +76,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m), int3dot: int4IntegerOn && int3Integer(m)}
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m), int3dot: int4IntegerOn && int3Integer(m), q8dot: int4IntegerOn && int8Integer(m)}
 	if w.packed != nil {
 		w.pz = w.packed.params(m)
 	}
@@ -105,6 +106,11 @@ func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	}
 	if w.int3dot {
 		b.qlinearInt3(y, x, w, bias, T)
+		b.dec(y, x, w, T)
+		return
+	}
+	if w.q8dot {
+		b.qlinearInt8(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
 	}
@@ -210,13 +216,15 @@ func (b *Backend) quantOperands(op string, d, xt *tensor, qw *qweight, bias back
 }
 
 // integerPath names the integer dot-product path a quantized weight runs
-// on (qint4.go, qint3.go), or pathNone.
+// on (qint4.go, qint3.go, qint8.go), or pathNone.
 func (w *qweight) integerPath() intPath {
 	switch {
 	case w.int8dot:
 		return pathInt4
 	case w.int3dot:
 		return pathInt3
+	case w.q8dot:
+		return pathInt8
 	}
 	return pathNone
 }
@@ -229,6 +237,7 @@ const (
 	pathNone intPath = iota
 	pathInt4
 	pathInt3
+	pathInt8
 )
 
 // linearGroupQuant is LinearGroup where a weight is quantized. When every
@@ -274,9 +283,13 @@ func (b *Backend) linearGroupQuant(op string, dsts []backend.Tensor, x backend.T
 	T, K := xt.matrix()
 	switch path {
 	case pathInt4:
-		toks, release := b.quantizeInt4Rows(xt.f32, T, K)
+		toks, release := b.quantizeIntRows(xt.f32, T, K, false)
 		defer release()
 		b.groupTiles(T, Ns, func(i, t0, t1, n0, n1 int) { int4Tile(toks, ys[i], qs[i].m, qs[i].pz, bvs[i], t0, t1, n0, n1) })
+	case pathInt8:
+		toks, release := b.quantizeIntRows(xt.f32, T, K, true)
+		defer release()
+		b.groupTiles(T, Ns, func(i, t0, t1, n0, n1 int) { int8Tile(toks, ys[i], qs[i].m, qs[i].pz, bvs[i], t0, t1, n0, n1) })
 	case pathInt3:
 		toks, release := b.quantizeInt3Rows(xt.f32, T, K)
 		defer release()

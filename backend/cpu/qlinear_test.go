@@ -45,7 +45,7 @@ func mustQuant(t *testing.T, b *Backend, m *wq.Matrix, dec *wq.DEC) backend.Weig
 	return w
 }
 
-// TestQuantLinear checks the packed-weight Linear (int4 and int3: the
+// TestQuantLinear checks the packed-weight Linear (int4, int8 and int3: the
 // default integer paths where the CPU has them) against the float64
 // reference over the dequantized matrix, for every format, ragged N, batch
 // sizes 1 to 70, with and without bias; and that each token's output is
@@ -72,7 +72,7 @@ func TestQuantLinear(t *testing.T) {
 				got := download(t, b, y)
 				want := linearRef(xv, wh, bv, tc.T, tc.K, tc.N)
 				for i := range got {
-					tol := baseTol(m, xv[(i/tc.N)*tc.K:(i/tc.N+1)*tc.K], wh, i%tc.N, qw.int8dot || qw.int3dot) + 0x1p-24*math.Abs(want[i])
+					tol := baseTol(m, xv[(i/tc.N)*tc.K:(i/tc.N+1)*tc.K], wh, i%tc.N, qw.integerPath() != pathNone) + 0x1p-24*math.Abs(want[i])
 					if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol) {
 						t.Fatalf("y[%d,%d] = %v, want %v (tol %g)", i/tc.N, i%tc.N, got[i], want[i], tol)
 					}
@@ -102,7 +102,7 @@ func TestDEC(t *testing.T) {
 	for _, tc := range []struct {
 		e       wq.Elem
 		T, K, N int
-	}{{wq.Int4, 1, 1536, 256}, {wq.Int3, 5, 512, 384}, {wq.Int3, 2, 2048, 128}} {
+	}{{wq.Int4, 1, 1536, 256}, {wq.Int3, 5, 512, 384}, {wq.Int3, 2, 2048, 128}, {wq.Int8, 3, 1024, 128}} {
 		t.Run(fmt.Sprintf("%v_T%d_K%d_N%d", tc.e, tc.T, tc.K, tc.N), func(t *testing.T) {
 			b := New(2)
 			wv := llmWeight(r, tc.N, tc.K)
@@ -118,6 +118,7 @@ func TestDEC(t *testing.T) {
 				return download(t, b, y)
 			}
 			base := run(nil)
+			integer := mustQuant(t, b, m, nil).(*qweight).integerPath() != pathNone
 			r16, err := wq.NewResidual(wv, m, wq.FP16)
 			if err != nil {
 				t.Fatal(err)
@@ -155,7 +156,7 @@ func TestDEC(t *testing.T) {
 					resid += xk * (rk*(0x1p-11+0x1p-24) + 0x1p-25)
 					sumR += xk * rk
 				}
-				tol := resid + baseTol(m, xv[tk*tc.K:(tk+1)*tc.K], wh, n, false) + float64(tc.K+2)*0x1p-24*sumR + 0x1p-24*math.Abs(want[i])
+				tol := resid + baseTol(m, xv[tk*tc.K:(tk+1)*tc.K], wh, n, integer) + float64(tc.K+2)*0x1p-24*sumR + 0x1p-24*math.Abs(want[i])
 				if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol) {
 					t.Fatalf("k=all fp16: y[%d,%d] = %v, fp16 weights give %v (tol %g)", tk, n, got[i], want[i], tol)
 				}
