@@ -126,7 +126,7 @@ type DECPoint struct {
 // element type and a group size other than the default ("int4",
 // "int3:g64"); the method (RTN, GPTQ) does not change the kernels' speed.
 func DECSettingsKey(s wq.Spec) string {
-	return wq.Spec{Elem: s.Elem, Group: s.Group, Method: wq.RTN}.Short()
+	return wq.Spec{Elem: s.Elem, Group: s.Group, Method: wq.RTN, Head: wq.DefaultHead}.Short()
 }
 
 // samePct reports whether two slowdown targets in percent are the same.

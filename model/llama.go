@@ -59,7 +59,11 @@ type Llama struct {
 	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" tp:"vocab"`
 	Layers         []LlamaLayer
 	Norm           backend.Weight `hf:"model.norm.weight" shape:"H" norm:"rms"`
-	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied" tp:"vocab"` // TokenEmbedding when tied
+	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied" tp:"vocab" quant:"head"` // TokenEmbedding when tied
+	// TiedHead is the quantized copy of a tied embedding that serves as
+	// the LM head where LoadOptions.Weights quantizes the head
+	// (wq.Spec.Head); the embedding stays as stored for the token lookup.
+	TiedHead backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" if:"tied_qhead" quant:"head"`
 
 	cfg     *Config
 	be      backend.Backend
@@ -159,11 +163,17 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	}
 	m := &Llama{cfg: cfg, be: ld.be, eps: float32(cfg.RMSNormEps), qkEps: float32(cfg.QKEps()), Layers: newLayers(cfg)}
 	setupLlama(cfg, ld)
+	if ld.opts.Weights.HeadQuantized() && !ld.quantHead() && ld.opts.Log != nil {
+		fmt.Fprintf(ld.opts.Log, "model: the LM head stays 16-bit (head=%s): tensor parallelism splits it by vocabulary, which a packed weight cannot\n", ld.opts.Weights.Head)
+	}
 	if err := ld.load(m); err != nil {
 		m.Close()
 		return nil, err
 	}
-	if cfg.TieWordEmbeddings {
+	switch {
+	case m.TiedHead != nil:
+		m.Output = m.TiedHead
+	case cfg.TieWordEmbeddings:
 		m.Output = m.TokenEmbedding
 	}
 	if j, ok := ld.be.(backend.WeightJoiner); ok {
@@ -266,6 +276,7 @@ func setupLlama(cfg *Config, ld *loader) {
 		"mlp_bias": cfg.MLPBias, "qk_norm": cfg.QKNorm, "qk_norm_full": cfg.QKNormFull,
 		"post_norms": cfg.PostNorms, "sandwich": cfg.SandwichNorms,
 		"input_norm": !cfg.PostNorms || cfg.SandwichNorms,
+		"tied_qhead": cfg.TieWordEmbeddings && ld.quantHead(),
 	}
 	ld.ignore = func(name string) bool {
 		// Old checkpoints store RoPE's buffer; tied checkpoints may still

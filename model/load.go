@@ -353,6 +353,7 @@ type weightSpec struct {
 	dst    *backend.Weight
 	scale  string        // the scales of an I8 tensor (see quant.go), "" for float
 	linear bool          // tagged quant:"linear"
+	head   bool          // tagged quant:"head": the LM head (wq.Spec.Head)
 	split  backend.Split // from the tp tag; given to a backend.SplitLoader
 	norm   bool          // tagged norm:"rms"
 	rope   string        // the rope tag: "q", "k", "dims" or ""
@@ -463,7 +464,7 @@ func (ld *loader) load(dst any) error {
 				return err
 			}
 		}
-		quantized := s.linear && ld.opts.Weights.IsQuantized()
+		quantized := s.linear && ld.opts.Weights.IsQuantized() || s.head && ld.quantHead()
 		permute := ld.heads.lays(s)
 		factor := 1.0
 		if ld.scale != nil {
@@ -505,14 +506,16 @@ func (ld *loader) load(dst any) error {
 			return fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
 		}
 		n := int64(backend.NumElements(s.shape))
-		ld.mem.FP16Bytes += 2 * n
+		if !(s.head && ld.conds["tied"]) { // a tied head's copy is no weight of the fp16 model
+			ld.mem.FP16Bytes += 2 * n
+		}
 		if !quantized && len(s.shape) == 2 {
 			ld.keptAs(storedName(dt))
 		}
 		var w backend.Weight
 		switch {
 		case quantized:
-			w, err = ld.loadLinear(s.name, s.shape, dt, t.Data, s.split)
+			w, err = ld.loadLinear(s.name, s.shape, dt, t.Data, s.split, s.head)
 		case splitting:
 			ld.mem.Bytes += 2 * n
 			w, err = sl.LoadWeightSplit(s.name, dt, s.shape, t.Data, s.split)
@@ -535,6 +538,18 @@ func (ld *loader) load(dst any) error {
 	}
 	bar.done()
 	return nil
+}
+
+// quantHead reports whether the LM head is quantized (wq.Spec.Head): asked
+// for, and not split by vocabulary over tensor-parallel ranks, which a
+// packed weight cannot be (the head then stays 16-bit; Load logs it).
+func (ld *loader) quantHead() bool {
+	_, splitting := ld.be.(backend.SplitLoader)
+	w := ld.opts.Weights
+	if ld.random != nil {
+		w = ld.random.weights
+	}
+	return w.HeadQuantized() && !splitting
 }
 
 // dequant turns the I8 tensor t of spec s and its scales into an F32 tensor.
@@ -623,7 +638,7 @@ func (ld *loader) collect(v reflect.Value, idx []int, specs *[]weightSpec) error
 				return fmt.Errorf("model: field %s: %w", f.Name, err)
 			}
 			*specs = append(*specs, weightSpec{name: name, shape: shape, dst: fv.Addr().Interface().(*backend.Weight),
-				linear: f.Tag.Get("quant") == "linear", split: split, norm: f.Tag.Get("norm") == "rms", rope: f.Tag.Get("rope"),
+				linear: f.Tag.Get("quant") == "linear", head: f.Tag.Get("quant") == "head", split: split, norm: f.Tag.Get("norm") == "rms", rope: f.Tag.Get("rope"),
 				stored: stored, headAxis: axis})
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && f.IsExported():
 			for j := range fv.Len() {

@@ -78,7 +78,7 @@ func newRandomModel(cfg *Config, be backend.Backend, src *randomSource) (Model, 
 // randomSource makes NewRandom's weights.
 type randomSource struct {
 	seed    uint64
-	weights wq.Spec               // the linear layers' format
+	weights wq.Spec               // the linear layers' format (and the head's: wq.Spec.Head)
 	decFor  func(N, K int) wq.DEC // DEC per linear shape, or nil
 	alloc   DECAlloc              // DEC per projection (instead of decFor), or nil
 }
@@ -96,6 +96,8 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 			return DECChoice{KChunk: d.KChunk, Blocks: d.Blocks}
 		})
 	}
+	_, rq := be.(backend.RandomQuantLoader)
+	headQ := r.weights.HeadQuantized() && rq && !splitting
 	for i, s := range specs {
 		seed := r.seed*0x9e3779b97f4a7c15 + uint64(i)
 		var w backend.Weight
@@ -112,6 +114,9 @@ func (r *randomSource) load(be backend.Backend, specs []weightSpec) error {
 			} else {
 				w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, r.weights.Elem, r.weights.Group, seed, dec)
 			}
+		case s.head && headQ:
+			h := r.weights.HeadSpec()
+			w, err = be.(backend.RandomQuantLoader).LoadRandomQuant(s.name, s.shape, h.Elem, h.Group, seed, wq.DEC{})
 		case len(s.shape) == 2 && splitFill:
 			// A sharding backend whose ranks make no random weights takes
 			// host data, split as any other weight: the same model as on

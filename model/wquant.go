@@ -61,11 +61,16 @@ func kindOf(name string) string {
 }
 
 // loadLinear quantizes one linear layer's weight [N, K] to the load
-// options' format and hands it to the backend: packed through
-// backend.QuantWeightLoader, or dequantized to float32 through LoadWeight
-// where the backend has no low-bit Linear (said once on the log).
-func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []byte, split backend.Split) (backend.Weight, error) {
+// options' format (head: the LM head, to wq.Spec.HeadSpec, without DEC)
+// and hands it to the backend: packed through backend.QuantWeightLoader, or
+// dequantized to float32 through LoadWeight where the backend has no
+// low-bit Linear (said once on the log).
+func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []byte, split backend.Split, head bool) (backend.Weight, error) {
 	o := ld.opts
+	if head {
+		o.Weights = o.Weights.HeadSpec()
+		o.DECKChunk, o.DECByLayer, o.DECByShape = 0, nil, nil
+	}
 	N, K := shape[0], shape[1]
 	w, err := decodeFloat32(dt, data)
 	if err != nil {
@@ -97,7 +102,7 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 	if o.DECByLayer != nil {
 		choice = DECChoice{KChunk: o.DECByLayer[kindOf(name)]}
 	}
-	if c, ok := ld.decNamed[name]; ok {
+	if c, ok := ld.decNamed[name]; ok && !head {
 		choice = c
 	} else if c, ok := o.DECByShape[Shape{N, K}]; ok {
 		choice = c

@@ -41,8 +41,8 @@ func TestLoadQuantized(t *testing.T) {
 	defer packed.Close()
 	var log bytes.Buffer
 	pb := plainBackend{be}
-	if n := len(cache); n != 7*packed.Config().Layers {
-		t.Errorf("%d matrices cached, want 7 per layer", n)
+	if n := len(cache); n != 7*packed.Config().Layers+1 {
+		t.Errorf("%d matrices cached, want 7 per layer and the head", n)
 	}
 	fallback, err := Load(dir, pb, LoadOptions{Weights: spec, Log: &log, Quantized: cache})
 	if err != nil {
@@ -118,10 +118,33 @@ func TestLoadQuantized(t *testing.T) {
 	QD, KVD := int64(cfg.Heads*cfg.HeadDim), int64(cfg.KVHeads*cfg.HeadDim)
 	linear := (QD*H + 2*KVD*H + H*QD + 3*H*I) * L
 	other := int64(cfg.Vocab)*H + H*(2*L+1) // tied embedding, norms
-	want := linear/2 + linear/128*4 + 2*other
-	if wm.Bytes != want || wm.FP16Bytes != 2*(linear+other) || wm.Format != "int4:g128:rtn" {
+	head := int64(cfg.Vocab) * H // the tied head's int8 copy (wq.DefaultHead)
+	want := linear/2 + linear/128*4 + 2*other + head + head/128*4
+	if wm.Bytes != want || wm.FP16Bytes != 2*(linear+other) || wm.Format != "int4:g128:rtn:head=int8" {
 		t.Errorf("weight memory %+v, want %d bytes (fp16 %d)", wm, want, 2*(linear+other))
 	}
+	if l := packed.(*Llama); l.Output == l.TokenEmbedding || l.TiedHead == nil || l.Output != l.TiedHead {
+		t.Error("int4 weights: the tied LM head is not the embedding's quantized copy")
+	}
+	spec16, err := wq.ParseSpec("int4:head=fp16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p16, err := Load(dir, be, LoadOptions{Weights: spec16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p16.Close()
+	if l := p16.(*Llama); l.Output != l.TokenEmbedding || l.TiedHead != nil {
+		t.Error("head=fp16: the LM head is not the embedding")
+	}
+	if wm := WeightMemoryOf(p16); wm.Bytes != linear/2+linear/128*4+2*other || wm.Format != "int4:g128:rtn:head=fp16" {
+		t.Errorf("head=fp16: weight memory %+v, want %d bytes", wm, linear/2+linear/128*4+2*other)
+	}
+	// The int8 head against the 16-bit one: each weight rounded by up to
+	// 1/510 of its group's range (measured: 3.1e-3 to 4.6e-3 of the row's
+	// largest logit), the same greedy tokens.
+	compareLogits(t, "head int8 vs fp16", logits(packed), logits(p16), cfg.Vocab, 1e-2)
 
 	if _, err := Load(dir, pb, LoadOptions{Weights: spec, DECKChunk: 16}); err == nil || !strings.Contains(err.Error(), "DEC") {
 		t.Errorf("DEC on a backend without a low-bit Linear: err = %v", err)

@@ -119,7 +119,26 @@ type Spec struct {
 	// ActOrder makes GPTQ walk the channels most active first
 	// (GPTQOptions.ActOrder); spec word "act".
 	ActOrder bool
+	// Head is the LM head's format (spec word "head=F"): Int8, Int4 or
+	// Int3 quantize it by RTN in groups of Group (a tied head gets a
+	// quantized copy of the embedding, which stays as stored for the token
+	// lookup); 0 keeps it 16-bit ("head=fp16"). ParseSpec sets DefaultHead
+	// for a quantized spec that names none.
+	Head Elem
 }
+
+// DefaultHead is the LM head's format when a quantized spec names none:
+// int8 costs gocoder-23m no perplexity at 4 decimals and halves the head's
+// bytes (docs/weights.md), as llama.cpp keeps its Q4/Q8 files' output
+// tensor at 6 to 8 bits.
+const DefaultHead = Int8
+
+// HeadQuantized reports whether s quantizes the LM head.
+func (s Spec) HeadQuantized() bool { return s.Head.IsInt() }
+
+// HeadSpec returns the spec the LM head is quantized with: Head in s's
+// groups, by RTN (GPTQ's statistics are the layers').
+func (s Spec) HeadSpec() Spec { return Spec{Elem: s.Head, Group: s.Group, Method: RTN} }
 
 // IsQuantized reports whether s stores integer codes (not fp16).
 func (s Spec) IsQuantized() bool { return s.Elem.IsInt() }
@@ -133,7 +152,15 @@ func (s Spec) String() string {
 	if s.ActOrder {
 		out += ":act"
 	}
-	return out
+	return out + ":head=" + s.headWord()
+}
+
+// headWord names the head's format in a spec ("int8", "fp16").
+func (s Spec) headWord() string {
+	if !s.HeadQuantized() {
+		return FP16.String()
+	}
+	return s.Head.String()
 }
 
 // Short returns the spec without defaults ("int4", "int3:gptq").
@@ -151,6 +178,9 @@ func (s Spec) Short() string {
 	if s.ActOrder {
 		out += ":act"
 	}
+	if s.Head != DefaultHead {
+		out += ":head=" + s.headWord()
+	}
 	return out
 }
 
@@ -163,7 +193,11 @@ OPTION   rtn     round to nearest (default)
          act     GPTQ in act-order (most active channels first; implies gptq)
          gG      groups of G input channels per fp16 (scale, zero): 32, 64,
                  128 (default) or 256
-examples: int4   int3:gptq   int3:act   int4:g64:gptq   fp16`
+         head=F  the LM head's format: int8 (default), int4 or int3 (RTN,
+                 groups of G; a tied head gets a quantized copy of the
+                 embedding, which the token lookup keeps reading), or fp16
+                 (the head as stored)
+examples: int4   int3:gptq   int3:act   int4:g64:gptq   int4:head=fp16   fp16`
 
 // SpecError reports a spec that cannot be parsed: the whole spec, the part
 // at fault and why.
@@ -209,7 +243,7 @@ func ParseSpec(str string) (Spec, error) {
 		return fail(parts[0], fmt.Errorf("%w (want fp16, int8, int4 or int3)", ErrSpec))
 	}
 	if s.IsQuantized() {
-		s.Group, s.Method = DefaultGroup, RTN
+		s.Group, s.Method, s.Head = DefaultGroup, RTN, DefaultHead
 	}
 	for _, p := range parts[1:] {
 		if !s.IsQuantized() {
@@ -222,6 +256,19 @@ func ParseSpec(str string) (Spec, error) {
 			s.Method = GPTQ
 		case p == "act":
 			s.Method, s.ActOrder = GPTQ, true
+		case strings.HasPrefix(p, "head="):
+			switch v := strings.TrimPrefix(p, "head="); v {
+			case "int8":
+				s.Head = Int8
+			case "int4":
+				s.Head = Int4
+			case "int3":
+				s.Head = Int3
+			case "fp16", "f16", "bf16", "half":
+				s.Head = 0
+			default:
+				return fail(p, fmt.Errorf("%w: head format %q (want int8, int4, int3 or fp16)", ErrSpec, v))
+			}
 		case strings.HasPrefix(p, "g"):
 			g, err := strconv.Atoi(p[1:])
 			if err != nil {

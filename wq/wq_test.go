@@ -17,13 +17,16 @@ func TestParseSpec(t *testing.T) {
 	for _, tc := range []struct {
 		in, want string
 	}{
-		{"int4", "int4:g128:rtn"},
-		{"INT3:gptq", "int3:g128:gptq"},
-		{"int8:g64", "int8:g64:rtn"},
-		{"int4:g32:gptq:rtn", "int4:g32:rtn"},
+		{"int4", "int4:g128:rtn:head=int8"},
+		{"INT3:gptq", "int3:g128:gptq:head=int8"},
+		{"int8:g64", "int8:g64:rtn:head=int8"},
+		{"int4:g32:gptq:rtn", "int4:g32:rtn:head=int8"},
 		{"fp16", "fp16"},
-		{"int3:act", "int3:g128:gptq:act"},
+		{"int3:act", "int3:g128:gptq:act:head=int8"},
 		{"bf16", "fp16"},
+		{"int4:head=int8", "int4:g128:rtn:head=int8"},
+		{"int3:gptq:head=int4:g64", "int3:g64:gptq:head=int4"},
+		{"int8:head=int4:head=fp16", "int8:g128:rtn:head=fp16"},
 	} {
 		s, err := ParseSpec(tc.in)
 		if err != nil || s.String() != tc.want {
@@ -33,7 +36,7 @@ func TestParseSpec(t *testing.T) {
 			t.Errorf("ParseSpec(%q.Short() = %q) = %v, %v", tc.in, s.Short(), back, err)
 		}
 	}
-	for _, in := range []string{"", "int5", "int4:g100", "int4:gx", "fp16:gptq", "int4:awq"} {
+	for _, in := range []string{"", "int5", "int4:g100", "int4:gx", "fp16:gptq", "int4:awq", "int4:head=int5", "int4:head", "fp16:head=int8"} {
 		_, err := ParseSpec(in)
 		var se *SpecError
 		if !errors.As(err, &se) || se.Spec != in {

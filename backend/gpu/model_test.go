@@ -149,11 +149,12 @@ func argmax(v []float32) int32 {
 // base products' rounding differs.
 func TestModelDECMatchesCPU(t *testing.T) { modelQuantMatchesCPU(t, "int4", 32) }
 
-// TestModelQuantMatchesCPU is TestModelDECMatchesCPU without DEC, with int4
-// and int3 weights: the decode steps' linear layers run gemvq3.cu (v3, one
-// row of x), the prefill's dequantize to fp16 for cuBLASLt.
+// TestModelQuantMatchesCPU is TestModelDECMatchesCPU without DEC, with int4,
+// int3 and int8 weights (the LM head int8 by default, int4 or 16-bit as the
+// spec says): the decode steps' linear layers run the one-row GEMVs, the
+// prefill's dequantize to fp16 for cuBLASLt.
 func TestModelQuantMatchesCPU(t *testing.T) {
-	for _, spec := range []string{"int4", "int3"} {
+	for _, spec := range []string{"int4", "int3", "int8", "int4:head=int4", "int4:head=fp16"} {
 		t.Run(spec, func(t *testing.T) { modelQuantMatchesCPU(t, spec, 0) })
 	}
 }

@@ -35,7 +35,8 @@ decode speed, the KV memory used and the weight memory, each next to what
 fp16 would take.
 
 --weights quantizes the linear layers at load (int8, int4, int3; ':gptq'
-calibrates on --calib FILE; embeddings and the LM head stay 16-bit), and
+calibrates on --calib FILE; the LM head goes to int8, ':head=fp16' keeps it
+16-bit; embeddings stay 16-bit), and
 --dec-k K adds dynamic error compensation: per step, the K input channels
 per 1024 with the largest activations add their residual rows back;
 --dec-k tuned:5% takes k_chunk (and the GPU's thread blocks) per layer shape
