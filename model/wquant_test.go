@@ -118,7 +118,7 @@ func TestLoadQuantized(t *testing.T) {
 	QD, KVD := int64(cfg.Heads*cfg.HeadDim), int64(cfg.KVHeads*cfg.HeadDim)
 	linear := (QD*H + 2*KVD*H + H*QD + 3*H*I) * L
 	other := int64(cfg.Vocab)*H + H*(2*L+1) // tied embedding, norms
-	head := int64(cfg.Vocab) * H // the tied head's int8 copy (wq.DefaultHead)
+	head := int64(cfg.Vocab) * H            // the tied head's int8 copy (wq.DefaultHead)
 	want := linear/2 + linear/128*4 + 2*other + head + head/128*4
 	if wm.Bytes != want || wm.FP16Bytes != 2*(linear+other) || wm.Format != "int4:g128:rtn:head=int8" {
 		t.Errorf("weight memory %+v, want %d bytes (fp16 %d)", wm, want, 2*(linear+other))
