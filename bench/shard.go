@@ -35,7 +35,9 @@ type Rank struct {
 	Vocab int
 	// WeightBytesRead is the bytes of matrices a decode step reads on the
 	// rank: every linear layer's shard (in the weight format) and the
-	// fp16 lm_head's rows (the embedding lookup reads one row per token).
+	// lm_head's rows (packed where the format quantizes the head, fp16
+	// otherwise and at TP > 1; the embedding lookup reads one row per
+	// token).
 	WeightBytesRead int64
 	// WeightMemory is the rank's weight memory: WeightBytesRead, the
 	// embedding table's shard when it is not tied to the lm_head, and the
@@ -80,11 +82,15 @@ func RankOf(c *model.Config, w wq.Spec, tp int) (Rank, error) {
 		return fp16Bytes * int64(n) * int64(k)
 	}
 	perLayer := mat(qd, H) + 2*mat(kvd, H) + mat(H, qd) + 2*mat(r.Intermediate, H) + mat(H, r.Intermediate)
-	lmHead := fp16Bytes * int64(r.Vocab) * int64(H)
+	embed := fp16Bytes * int64(r.Vocab) * int64(H)
+	lmHead := embed
+	if w.IsQuantized() && w.HeadQuantized() && tp == 1 { // model.Load keeps a vocabulary-split head 16-bit
+		lmHead = wq.Bytes(w.Head, w.Group, r.Vocab, H)
+	}
 	r.WeightBytesRead = int64(c.Layers)*perLayer + lmHead
 	r.WeightMemory = r.WeightBytesRead + f32Bytes*int64(2*c.Layers+1)*int64(H)
-	if !c.TieWordEmbeddings {
-		r.WeightMemory += lmHead // the embedding table's shard, as large as the lm_head's
+	if !c.TieWordEmbeddings || lmHead != embed {
+		r.WeightMemory += embed // the embedding table's shard (a tied head's quantized copy beside it)
 	}
 	return r, nil
 }

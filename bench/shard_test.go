@@ -86,7 +86,9 @@ func TestRankOf(t *testing.T) {
 	// int4 weights: a row of K=4096 in groups of 128 is 4096/2 bytes of
 	// codes plus a scale pair per group (wq.Bytes); the split keeps groups
 	// whole (o's K 2048, down's 7168 at TP 2).
-	w4 := mustWeights(t, "int4")
+	// The head: int8 (wq.DefaultHead) at TP 1, in its groups; 16-bit at TP
+	// 2, which splits it by vocabulary (model.Load keeps it so).
+	w4 := mustWeights(t, "int4:head=fp16")
 	q1, _ := RankOf(c8, w4, 1)
 	q2, err := RankOf(c8, w4, 2)
 	if err != nil {
@@ -94,6 +96,15 @@ func TestRankOf(t *testing.T) {
 	}
 	if 2*q2.WeightBytesRead != q1.WeightBytesRead {
 		t.Errorf("8B int4: %d bytes read at TP 1, %d per GPU at TP 2; want half", q1.WeightBytesRead, q2.WeightBytesRead)
+	}
+	h1, _ := RankOf(c8, mustWeights(t, "int4"), 1)
+	h2, _ := RankOf(c8, mustWeights(t, "int4"), 2)
+	V, H := int64(c8.Vocab), int64(c8.Hidden)
+	if want := q1.WeightBytesRead - 2*V*H + V*H + V*H/128*4; h1.WeightBytesRead != want || h1.WeightMemory != h1.WeightBytesRead+2*V*H+4*65*H {
+		t.Errorf("8B int4, int8 head: %d bytes read (memory %d), want %d", h1.WeightBytesRead, h1.WeightMemory, want)
+	}
+	if h2 != q2 {
+		t.Errorf("8B int4 at TP 2: the int8 head's rank %+v, the 16-bit head's %+v; want the same", h2, q2)
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 
 	"github.com/bitdecode/bitdecode/backend"
 	"github.com/bitdecode/bitdecode/backend/cpu"
+	"github.com/bitdecode/bitdecode/internal/synthmodel"
 	"github.com/bitdecode/bitdecode/internal/testmodel"
 	"github.com/bitdecode/bitdecode/model"
+	"github.com/bitdecode/bitdecode/model/safetensors"
 	"github.com/bitdecode/bitdecode/wq"
 )
 
@@ -147,7 +149,7 @@ func argmax(v []float32) int32 {
 // dec.cu after it, replayed as CUDA graphs after the first steps) must agree
 // within logitRelL2Tol. The compensation is wq's exactly on both; only the
 // base products' rounding differs.
-func TestModelDECMatchesCPU(t *testing.T) { modelQuantMatchesCPU(t, "int4", 32) }
+func TestModelDECMatchesCPU(t *testing.T) { modelQuantMatchesCPU(t, testmodel.Dir(t), "int4", 32) }
 
 // TestModelQuantMatchesCPU is TestModelDECMatchesCPU without DEC, with int4,
 // int3 and int8 weights (the LM head int8 by default, int4 or 16-bit as the
@@ -155,15 +157,38 @@ func TestModelDECMatchesCPU(t *testing.T) { modelQuantMatchesCPU(t, "int4", 32) 
 // prefill's dequantize to fp16 for cuBLASLt.
 func TestModelQuantMatchesCPU(t *testing.T) {
 	for _, spec := range []string{"int4", "int3", "int8", "int4:head=int4", "int4:head=fp16"} {
-		t.Run(spec, func(t *testing.T) { modelQuantMatchesCPU(t, spec, 0) })
+		t.Run(spec, func(t *testing.T) { modelQuantMatchesCPU(t, testmodel.Dir(t), spec, 0) })
 	}
 }
 
-// modelQuantMatchesCPU loads gocoder-23m with weights of this spec and DEC
-// at kChunk (0: none) on the GPU and the CPU backend and compares the
-// prompt's and 8 decode steps' logits.
-func modelQuantMatchesCPU(t *testing.T, weights string, kChunk int) {
-	dir := testmodel.Dir(t)
+// TestModelQuantHeadSynth is TestModelQuantMatchesCPU on random Llama
+// checkpoints whose vocabularies are no multiple of anything (1001, odd, as
+// GPT-2's 50257 is; 1536), tied and untied: the quantized LM head (int8 by
+// default, int4, int3) on the GPU's packed GEMVs and GEMMs against the
+// CPU's.
+func TestModelQuantHeadSynth(t *testing.T) {
+	for _, tc := range []struct {
+		vocab int
+		tied  bool
+	}{{1001, true}, {1536, false}} {
+		dir := t.TempDir()
+		cfg := fmt.Sprintf(`{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":512,"intermediate_size":1024,
+			"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":%d,"rms_norm_eps":1e-5,
+			"rope_theta":10000.0,"tie_word_embeddings":%v}`, tc.vocab, tc.tied)
+		shape := synthmodel.Shape{Hidden: 512, Intermediate: 1024, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 128, Vocab: tc.vocab, Tied: tc.tied}
+		if _, err := synthmodel.Write(dir, cfg, shape, safetensors.BF16, uint64(tc.vocab), nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range []string{"int4", "int8:head=int4", "int4:head=int3"} {
+			t.Run(fmt.Sprintf("vocab%d_tied%v_%s", tc.vocab, tc.tied, spec), func(t *testing.T) { modelQuantMatchesCPU(t, dir, spec, 0) })
+		}
+	}
+}
+
+// modelQuantMatchesCPU loads the checkpoint in dir with weights of this
+// spec and DEC at kChunk (0: none) on the GPU and the CPU backend and
+// compares the prompt's and 8 decode steps' logits.
+func modelQuantMatchesCPU(t *testing.T, dir, weights string, kChunk int) {
 	gb := gpuBackend(t)
 	spec, err := wq.ParseSpec(weights)
 	if err != nil {
@@ -181,6 +206,9 @@ func modelQuantMatchesCPU(t *testing.T, weights string, kChunk int) {
 	cb := cpu.New(0)
 	mc, mg := load(cb), load(gb)
 	ids := []int32{5, 100, 2000, 7, 42, 8000, 3, 77, 1234, 4321, 11, 900}
+	for i := range ids {
+		ids[i] %= int32(mc.Config().Vocab)
+	}
 	caches := []model.Attention{model.NewDenseCache(cb, mc.Config()), model.NewDenseCache(gb, mg.Config())}
 	compare := func(step string, b *model.Batch) int32 {
 		var rows [2][]float32
