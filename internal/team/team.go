@@ -17,14 +17,21 @@ const (
 	spinsCheck = 1024
 )
 
-// backoffRegions is how many regions run on goroutines started for them
-// (spawn) after a caller had to park for a member's item: on a machine
-// whose cores are taken by other processes, a spinning member is often
-// descheduled while it holds an item, and the caller then waits for the
-// kernel to run it again (docs/perf/cpu-linear.md, v3.1). Started
-// goroutines never hold an item before they run. About four decode steps of
-// gocoder-23m; then the team is tried again.
-const backoffRegions = 256
+// After a caller had to park for a member's item, the next regions run on
+// goroutines started for them (spawn): on a machine whose cores are taken
+// by other processes, a spinning member is often descheduled while it holds
+// an item, and the caller then waits for the kernel to run it again
+// (docs/perf/cpu-linear.md, v3.1). Started goroutines never hold an item
+// before they run. How many: backoffMin regions after a park that comes
+// alone (a vCPU preempted once: a quiet machine parks a few times a
+// second), doubling up to backoffMax (about four decode steps of
+// gocoder-23m) while parks follow within backoffRecent regions of the last
+// backoff's end (a loaded machine parks at once again), v3.4.
+const (
+	backoffMin    = 16
+	backoffMax    = 256
+	backoffRecent = 256
+)
 
 // region is one parallel region: items run by whoever takes them next.
 type region struct {
@@ -66,6 +73,10 @@ var (
 	members []*member     // guarded by mu
 	done    chan struct{} // capacity 1: wakes a parked caller
 	backoff int           // regions left to spawn (guarded by mu)
+	// The backoff's state (guarded by mu): the last backoff's length, and
+	// the regions run on the team since it ended.
+	lastBackoff  int
+	sinceBackoff int
 )
 
 func init() { done = make(chan struct{}, 1) }
@@ -91,6 +102,7 @@ func Run(threads, items int, fn func(item int)) {
 		spawn(workers, items, fn)
 		return
 	}
+	sinceBackoff++
 	g := gen.Load()
 	for len(members) < workers-1 {
 		m := &member{id: len(members), wake: make(chan struct{}, 1)}
@@ -107,8 +119,18 @@ func Run(threads, items int, fn func(item int)) {
 	}
 	r.run()
 	if waitDone(r) {
-		backoff = backoffRegions
+		backoff = nextBackoff(lastBackoff, sinceBackoff)
+		lastBackoff, sinceBackoff = backoff, 0
 	}
+}
+
+// nextBackoff returns how many regions to spawn after a park that came
+// since regions after the end of a backoff of last regions (0: none yet).
+func nextBackoff(last, since int) int {
+	if last == 0 || since > backoffRecent {
+		return backoffMin
+	}
+	return min(2*last, backoffMax)
 }
 
 // waitDone returns once every item of r has finished: spinning, then parked.

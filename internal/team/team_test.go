@@ -105,3 +105,23 @@ func TestRunOneProc(t *testing.T) {
 		checkOnce(t, "one P", runCounts(3, 9))
 	}
 }
+
+// TestNextBackoff: a park that comes alone spawns backoffMin regions; parks
+// that follow within backoffRecent regions of the last backoff's end double
+// it up to backoffMax; a park after a longer clean run starts again at
+// backoffMin.
+func TestNextBackoff(t *testing.T) {
+	last, want := 0, backoffMin
+	for range 8 { // a loaded machine: every park right after the backoff
+		if got := nextBackoff(last, 3); got != want {
+			t.Fatalf("park 3 regions after a backoff of %d: %d regions, want %d", last, got, want)
+		}
+		last, want = want, min(2*want, backoffMax)
+	}
+	if last != backoffMax {
+		t.Fatalf("the backoff reached %d, want %d", last, backoffMax)
+	}
+	if got := nextBackoff(backoffMax, backoffRecent+1); got != backoffMin {
+		t.Fatalf("a park %d regions after the last backoff: %d regions, want %d", backoffRecent+1, got, backoffMin)
+	}
+}
