@@ -131,6 +131,31 @@ func (m *Matrix) setRaw(n, k int, v uint32) {
 	}
 }
 
+// setCodes stores codes as the codes of row n, channels k0, k0+1, ...: a
+// whole word at a time for int8 and int4 (k0 and len(codes) multiples of
+// the block), by setRaw for int3.
+func (m *Matrix) setCodes(n, k0 int, codes []uint8) {
+	E := m.Elem.BlockElems()
+	if m.Elem == Int3 || k0%E != 0 || len(codes)%E != 0 {
+		for i, q := range codes {
+			m.setRaw(n, k0+i, uint32(q))
+		}
+		return
+	}
+	row := m.Words[n*m.Elem.RowWords(m.K):]
+	var shifts [8]uint // the fields of a word, wq's layout (pos)
+	for i := range E {
+		_, shifts[i], _ = m.Elem.pos(i)
+	}
+	for b := 0; b < len(codes); b += E {
+		var w uint32
+		for i, q := range codes[b : b+E] {
+			w |= uint32(q) << shifts[i]
+		}
+		row[(k0+b)/E] = w
+	}
+}
+
 // Param returns the fp16 (scale, zero) pair of row n, group g.
 func (m *Matrix) Param(n, g int) (scale, zero uint16) {
 	i := 2 * (n*(m.K/m.Group) + g)

@@ -18,11 +18,15 @@ func QuantParams(e Elem, lo, hi float32) (scale, zero uint16, scale32 float32) {
 // QuantCode returns the code of the value w under an fp16 (scale, zero)
 // pair: clamp(rint((w − z)/s), 0, L), or 0 if s is zero or w is NaN.
 func QuantCode(e Elem, w float32, scale, zero uint16) uint8 {
-	s := half.ToFloat32(scale)
+	return quantCode(e, w, half.ToFloat32(scale), half.ToFloat32(zero))
+}
+
+// quantCode is QuantCode with the pair widened to float32 (s, z).
+func quantCode(e Elem, w, s, z float32) uint8 {
 	if s == 0 {
 		return 0
 	}
-	q := float32(math.RoundToEven(float64((w - half.ToFloat32(zero)) / s)))
+	q := float32(math.RoundToEven(float64((w - z) / s)))
 	switch {
 	case q != q: // NaN input
 		return 0
@@ -95,11 +99,11 @@ func Quantize(e Elem, G, N, K int, w []float32) (*Matrix, error) {
 		for n := c * quantizeRowsChunk; n < min(N, (c+1)*quantizeRowsChunk); n++ {
 			for k := range K {
 				v := w[n*K+k]
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				if math.Float32bits(v)&0x7f800000 == 0x7f800000 { // NaN or ±Inf
 					errs[c] = fmt.Errorf("wq: quantize: non-finite weight %v at row %d, column %d", v, n, k)
 					return
 				}
-				row[k] = RoundFP16(v)
+				row[k] = roundFP16(v)
 			}
 			m.quantizeRow(n, row)
 		}
@@ -115,7 +119,8 @@ func Quantize(e Elem, G, N, K int, w []float32) (*Matrix, error) {
 // quantizeRowsChunk is the rows of one Quantize work item.
 const quantizeRowsChunk = 64
 
-// quantizeRow stores one row of fp16-rounded values with RTN.
+// quantizeRow stores one row of fp16-rounded values with RTN: each group's
+// pair, then its codes (QuantCode's), packed a block at a time.
 func (m *Matrix) quantizeRow(n int, row []float32) {
 	if !m.Elem.IsInt() {
 		for k, v := range row {
@@ -123,13 +128,27 @@ func (m *Matrix) quantizeRow(n int, row []float32) {
 		}
 		return
 	}
+	codes := make([]uint8, m.Group)
 	for g := 0; g < m.K/m.Group; g++ {
 		vals := row[g*m.Group : (g+1)*m.Group]
 		lo, hi := groupRange(vals)
 		s, z, _ := QuantParams(m.Elem, lo, hi)
 		m.SetParam(n, g, s, z)
+		sf, zf := half.ToFloat32(s), half.ToFloat32(z)
 		for i, v := range vals {
-			m.setRaw(n, g*m.Group+i, uint32(QuantCode(m.Elem, v, s, z)))
+			codes[i] = quantCode(m.Elem, v, sf, zf)
 		}
+		m.setCodes(n, g*m.Group, codes)
 	}
+}
+
+// roundFP16 is RoundFP16 with a fast path for the values fp16 holds as they
+// are (bf16 and fp16 checkpoints' weights in fp16's normal range: their low
+// 13 mantissa bits are zero and the exponent fits).
+func roundFP16(x float32) float32 {
+	b := math.Float32bits(x)
+	if e := b >> 23 & 0xff; b&0x1fff == 0 && e >= 127-14 && e <= 127+15 {
+		return x
+	}
+	return RoundFP16(x)
 }
