@@ -3,6 +3,7 @@ package wq
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -324,7 +325,14 @@ func Check(e Elem, G, N, K int) error {
 			return fmt.Errorf("wq: group size %d is not a positive multiple of %d", G, Int3.BlockElems())
 		}
 		if K%G != 0 {
-			return fmt.Errorf("wq: %d input channels are not a multiple of the group size %d", K, G)
+			hint := ""
+			for _, g := range slices.Backward(ValidGroups) {
+				if g < G && K%g == 0 && K%e.BlockElems() == 0 {
+					hint = fmt.Sprintf(" (groups of %d divide it: %v:g%d)", g, e, g)
+					break
+				}
+			}
+			return fmt.Errorf("wq: %d input channels are not a multiple of the group size %d%s", K, G, hint)
 		}
 	}
 	if K%e.BlockElems() != 0 {

@@ -553,3 +553,25 @@ func TestQuantizeCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHint: a width the group does not divide is refused with the
+// largest valid group that does, if any.
+func TestCheckHint(t *testing.T) {
+	for _, tc := range []struct {
+		e       Elem
+		G, K    int
+		want    string
+		wantErr bool
+	}{
+		{Int4, 128, 320, "int4:g64", true},
+		{Int3, 256, 384, "int3:g128", true},
+		{Int8, 64, 96, "int8:g32", true},
+		{Int4, 32, 100, "", true}, // no valid group divides 100
+		{Int4, 64, 320, "", false},
+	} {
+		err := Check(tc.e, tc.G, 8, tc.K)
+		if (err != nil) != tc.wantErr || err != nil && !strings.Contains(err.Error(), tc.want) || err != nil && tc.want == "" && strings.Contains(err.Error(), "divide it") {
+			t.Errorf("Check(%v, g%d, K %d) = %v, want an error %v naming %q", tc.e, tc.G, tc.K, err, tc.wantErr, tc.want)
+		}
+	}
+}
