@@ -284,6 +284,16 @@ type QuantWeightLoader interface {
 	LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (Weight, error)
 }
 
+// QuantEmbedder is implemented by backends whose Embedding also gathers the
+// rows of a weight their LoadQuantWeight made: each row's dequantized values
+// ŵ (wq.Matrix.DequantRow). The loader then lets a tied LM head's quantized
+// copy serve the token lookup too, and keeps no 16-bit embedding beside it.
+type QuantEmbedder interface {
+	QuantWeightLoader
+	// EmbedsQuantized marks the capability; it does nothing.
+	EmbedsQuantized()
+}
+
 // NumElements returns the number of elements of a tensor of the given shape:
 // the product of its dimensions. It returns -1 if a dimension is not
 // positive or the product overflows an int (or exceeds 2^53, beyond which no

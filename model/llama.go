@@ -56,13 +56,16 @@ import (
 // vocabulary; untagged weights (norms, the o and down biases) are whole on
 // every rank.
 type Llama struct {
-	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" tp:"vocab"`
+	TokenEmbedding backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" if:"!qembed" tp:"vocab"` // TiedHead where qembed
 	Layers         []LlamaLayer
 	Norm           backend.Weight `hf:"model.norm.weight" shape:"H" norm:"rms"`
 	Output         backend.Weight `hf:"lm_head.weight" shape:"V,H" if:"!tied" tp:"vocab" quant:"head"` // TokenEmbedding when tied
 	// TiedHead is the quantized copy of a tied embedding that serves as
 	// the LM head where LoadOptions.Weights quantizes the head
-	// (wq.Spec.Head); the embedding stays as stored for the token lookup.
+	// (wq.Spec.Head). The token lookup reads its values too: on a
+	// backend.QuantEmbedder (the CPU) TokenEmbedding is TiedHead itself
+	// (condition qembed: no 16-bit embedding is loaded), elsewhere a
+	// 16-bit table of its dequantized values (loader.headValues).
 	TiedHead backend.Weight `hf:"model.embed_tokens.weight" shape:"V,H" if:"tied_qhead" quant:"head"`
 
 	cfg     *Config
@@ -173,6 +176,9 @@ func newLlama(cfg *Config, ld *loader) (Model, error) {
 	switch {
 	case m.TiedHead != nil:
 		m.Output = m.TiedHead
+		if m.TokenEmbedding == nil {
+			m.TokenEmbedding = m.TiedHead
+		}
 	case cfg.TieWordEmbeddings:
 		m.Output = m.TokenEmbedding
 	}
@@ -277,6 +283,7 @@ func setupLlama(cfg *Config, ld *loader) {
 		"post_norms": cfg.PostNorms, "sandwich": cfg.SandwichNorms,
 		"input_norm": !cfg.PostNorms || cfg.SandwichNorms,
 		"tied_qhead": cfg.TieWordEmbeddings && ld.quantHead(),
+		"qembed":     cfg.TieWordEmbeddings && ld.quantHead() && ld.embedsQuant(),
 	}
 	ld.ignore = func(name string) bool {
 		// Old checkpoints store RoPE's buffer; tied checkpoints may still

@@ -325,6 +325,10 @@ type loader struct {
 	// (decByLayer) where LoadOptions.DECByShape is set (decByKind where
 	// DECByLayer is), nil otherwise.
 	decNamed map[string]DECChoice
+	// headMats holds the quantized head of a tied model by tensor name,
+	// made where the embedding's lookup needed its values first
+	// (headValues), for the head's own load (loadLinear).
+	headMats map[string]*wq.Matrix
 	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
 	copyView bool       // view must get copies: the caller unmaps the checkpoint
 
@@ -470,7 +474,8 @@ func (ld *loader) load(dst any) error {
 		if ld.scale != nil {
 			factor = ld.scale(s.name)
 		}
-		if s.scale != "" && ld.view != nil && !quantized && !permute && factor == 1 {
+		tiedEmbed := ld.tiedEmbed(s)
+		if s.scale != "" && ld.view != nil && !quantized && !permute && factor == 1 && !tiedEmbed {
 			// int8 codes and scales, read in their stored precision.
 			w, err := ld.loadInt8View(t, s)
 			if err != nil {
@@ -501,12 +506,17 @@ func (ld *loader) load(dst any) error {
 				return err
 			}
 		}
+		if tiedEmbed {
+			if t, err = ld.headValues(t, s); err != nil {
+				return err
+			}
+		}
 		dt, err := backendDType(t.DType)
 		if err != nil {
 			return fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
 		}
 		n := int64(backend.NumElements(s.shape))
-		if !(s.head && ld.conds["tied"]) { // a tied head's copy is no weight of the fp16 model
+		if !(s.head && ld.conds["tied"] && !ld.conds["qembed"]) { // a tied head's copy is no weight of the fp16 model, unless it is the embedding
 			ld.mem.FP16Bytes += 2 * n
 		}
 		if !quantized && len(s.shape) == 2 {
@@ -550,6 +560,61 @@ func (ld *loader) quantHead() bool {
 		w = ld.random.weights
 	}
 	return w.HeadQuantized() && !splitting
+}
+
+// tiedEmbedName is the token embedding's tensor, which a tied model's head
+// reads too (Llama.TokenEmbedding, Llama.TiedHead).
+const tiedEmbedName = "model.embed_tokens.weight"
+
+// tiedEmbed reports whether s is the token embedding of a tied model whose
+// head is quantized on a backend that keeps a separate embedding (not a
+// backend.QuantEmbedder): its lookup then reads the quantized head's values
+// ŵ (headValues), as a QuantEmbedder's gathers them, so every backend runs
+// the same model.
+func (ld *loader) tiedEmbed(s weightSpec) bool {
+	return !s.head && s.name == tiedEmbedName && ld.conds["tied_qhead"]
+}
+
+// headValues quantizes the tied embedding t of spec s as the LM head
+// (wq.Spec.HeadSpec; kept in ld.headMats for the head's own load) and
+// returns its dequantized values ŵ as an F32 tensor.
+func (ld *loader) headValues(t safetensors.Tensor, s weightSpec) (safetensors.Tensor, error) {
+	dt, err := backendDType(t.DType)
+	if err != nil {
+		return t, fmt.Errorf("model: %s: tensor %q: %w", t.File, s.name, err)
+	}
+	w, err := decodeFloat32(dt, t.Data)
+	if err != nil {
+		return t, fmt.Errorf("model: tensor %q: %w", s.name, err)
+	}
+	h := ld.opts.Weights.HeadSpec()
+	N, K := s.shape[0], s.shape[1]
+	m, err := wq.Quantize(h.Elem, h.Group, N, K, w)
+	if err != nil {
+		return t, fmt.Errorf("model: tensor %q: %w", s.name, err)
+	}
+	if ld.headMats == nil {
+		ld.headMats = map[string]*wq.Matrix{}
+	}
+	ld.headMats[s.name] = m
+	out := make([]byte, 4*N*K)
+	row := make([]float32, K)
+	for n := range N {
+		m.DequantRow(row, n)
+		for k, v := range row {
+			binary.LittleEndian.PutUint32(out[4*(n*K+k):], math.Float32bits(v))
+		}
+	}
+	t.DType, t.Data = safetensors.F32, out
+	return t, nil
+}
+
+// embedsQuant reports whether the backend's Embedding gathers packed rows
+// (backend.QuantEmbedder) and the weights are made by LoadQuantWeight there
+// (a real checkpoint: random weights come from another loader).
+func (ld *loader) embedsQuant() bool {
+	_, ok := ld.be.(backend.QuantEmbedder)
+	return ok && ld.random == nil
 }
 
 // dequant turns the I8 tensor t of spec s and its scales into an F32 tensor.

@@ -77,6 +77,9 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
 	}
 	m := o.Quantized[name]
+	if hm := ld.headMats[name]; head && hm != nil {
+		m = hm
+	}
 	switch {
 	case m != nil:
 		if m.N != N || m.K != K || m.Elem != o.Weights.Elem || m.Group != o.Weights.Group {

@@ -121,10 +121,10 @@ type Spec struct {
 	// (GPTQOptions.ActOrder); spec word "act".
 	ActOrder bool
 	// Head is the LM head's format (spec word "head=F"): Int8, Int4 or
-	// Int3 quantize it by RTN in groups of Group (a tied head gets a
-	// quantized copy of the embedding, which stays as stored for the token
-	// lookup); 0 keeps it 16-bit ("head=fp16"). ParseSpec sets DefaultHead
-	// for a quantized spec that names none.
+	// Int3 quantize it by RTN in groups of Group (a tied head is a
+	// quantized copy of the embedding, whose values the token lookup then
+	// reads too: package model); 0 keeps it 16-bit ("head=fp16").
+	// ParseSpec sets DefaultHead for a quantized spec that names none.
 	Head Elem
 }
 
@@ -195,9 +195,8 @@ OPTION   rtn     round to nearest (default)
          gG      groups of G input channels per fp16 (scale, zero): 32, 64,
                  128 (default) or 256
          head=F  the LM head's format: int8 (default), int4 or int3 (RTN,
-                 groups of G; a tied head gets a quantized copy of the
-                 embedding, which the token lookup keeps reading), or fp16
-                 (the head as stored)
+                 groups of G; a tied head is the embedding quantized, and
+                 the token lookup reads it too), or fp16 (as stored)
 examples: int4   int3:gptq   int3:act   int4:g64:gptq   int4:head=fp16   fp16`
 
 // SpecError reports a spec that cannot be parsed: the whole spec, the part

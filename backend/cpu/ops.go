@@ -40,6 +40,10 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	if b.failed() {
 		return
 	}
+	if q := b.quantWeight(table); q != nil && q.m != nil {
+		b.embedQuant(dst, q, ids)
+		return
+	}
 	d, err1 := b.f32(op, dst)
 	w, err2 := b.weightOf(op, table)
 	id, err3 := b.i32(op, ids)
@@ -59,6 +63,35 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	_, K := d.matrix()
 	for t, v := range id.i32 {
 		w.row(d.f32[t*K:(t+1)*K], int(v))
+	}
+}
+
+// EmbedsQuantized implements backend.QuantEmbedder: Embedding gathers the
+// rows of a packed weight as their dequantized values (embedQuant).
+func (b *Backend) EmbedsQuantized() {}
+
+// embedQuant is Embedding over a packed weight: dst[t,:] = Ŵ[ids[t],:],
+// wq.Matrix.DequantRow's values.
+func (b *Backend) embedQuant(dst backend.Tensor, q *qweight, ids backend.Tensor) {
+	const op = "Embedding"
+	d, err1 := b.f32(op, dst)
+	id, err2 := b.i32(op, ids)
+	if err := cmp.Or(err1, err2); err != nil {
+		b.fail(err)
+		return
+	}
+	tw := backend.Named{Name: q.name, Shape: q.Shape()}
+	if err := backend.CheckEmbedding(d.shape, tw, len(id.i32)); err != nil {
+		b.fail(err)
+		return
+	}
+	if err := backend.CheckTokenIDs(id.i32, tw); err != nil {
+		b.fail(err)
+		return
+	}
+	K := q.m.K
+	for t, v := range id.i32 {
+		q.m.DequantRow(d.f32[t*K:(t+1)*K], int(v))
 	}
 }
 

@@ -215,10 +215,6 @@ func TestQuantLinearErrors(t *testing.T) {
 	if err := b.Sync(); err == nil {
 		t.Error("Linear accepted x [2, 128] for a [8, 256] weight")
 	}
-	b.Embedding(y, w, mustInt32(t, b, []int32{0, 1}))
-	if err := b.Sync(); err == nil {
-		t.Error("Embedding accepted a quantized weight")
-	}
 	b.FreeWeight(w)
 	b.Linear(y, mustTensor(t, b, randVec(r, 2*256), 2, 256), w, nil)
 	if err := b.Sync(); err == nil {
@@ -267,5 +263,45 @@ func BenchmarkQuantLinear(b *testing.B) {
 			b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "packedGB/s")
 			b.ReportMetric(2*float64(tc.T*tc.K*tc.N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// TestEmbeddingQuant checks Embedding over a packed weight (the CPU is a
+// backend.QuantEmbedder): each gathered row is wq's DequantRow of it, for
+// int8, int4 and int3; a row width other than the weight's, and an id past
+// its rows, are errors.
+func TestEmbeddingQuant(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	const N, K = 37, 512
+	for _, e := range []wq.Elem{wq.Int8, wq.Int4, wq.Int3} {
+		b := New(2)
+		m, err := wq.Quantize(e, 128, N, K, llmWeight(r, N, K))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := mustQuant(t, b, m, nil)
+		ids := []int32{0, 36, 7, 7}
+		y := poisoned(t, b, len(ids), K)
+		b.Embedding(y, w, mustInt32(t, b, ids))
+		got := download(t, b, y)
+		want := make([]float32, K)
+		for i, id := range ids {
+			m.DequantRow(want, int(id))
+			for k := range K {
+				if math.Float32bits(got[i*K+k]) != math.Float32bits(want[k]) {
+					t.Fatalf("%v: row %d (id %d) channel %d = %v, want %v", e, i, id, k, got[i*K+k], want[k])
+				}
+			}
+		}
+		b.Embedding(poisoned(t, b, 1, K/2), w, mustInt32(t, b, []int32{1}))
+		if err := b.Sync(); err == nil {
+			t.Errorf("%v: Embedding into rows of %d for a weight of %d columns was accepted", e, K/2, K)
+		}
+		b2 := New(1)
+		w2 := mustQuant(t, b2, m, nil)
+		b2.Embedding(poisoned(t, b2, 1, K), w2, mustInt32(t, b2, []int32{N}))
+		if err := b2.Sync(); err == nil {
+			t.Errorf("%v: Embedding of id %d of %d rows was accepted", e, N, N)
+		}
 	}
 }
