@@ -597,15 +597,7 @@ func (ld *loader) headValues(t safetensors.Tensor, s weightSpec) (safetensors.Te
 		ld.headMats = map[string]*wq.Matrix{}
 	}
 	ld.headMats[s.name] = m
-	out := make([]byte, 4*N*K)
-	row := make([]float32, K)
-	for n := range N {
-		m.DequantRow(row, n)
-		for k, v := range row {
-			binary.LittleEndian.PutUint32(out[4*(n*K+k):], math.Float32bits(v))
-		}
-	}
-	t.DType, t.Data = safetensors.F32, out
+	t.DType, t.Data = safetensors.F32, m.DequantBytes()
 	return t, nil
 }
 

@@ -1,9 +1,7 @@
 package model
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/bitdecode/bitdecode/backend"
@@ -150,14 +148,7 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		fmt.Fprintf(o.Log, "model: backend %s has no low-bit Linear: %s weights are dequantized to float32 (the format's accuracy, not its memory or speed)\n", ld.be.Name(), o.Weights.Short())
 	}
 	ld.fallbackSaid = true
-	deq := make([]byte, 4*N*K)
-	row := make([]float32, K)
-	for n := range N {
-		m.DequantRow(row, n)
-		for k, v := range row {
-			binary.LittleEndian.PutUint32(deq[4*(n*K+k):], math.Float32bits(v))
-		}
-	}
+	deq := m.DequantBytes()
 	if sl, ok := ld.be.(backend.SplitLoader); ok {
 		return sl.LoadWeightSplit(name, backend.F32, slices.Clone(shape), deq, split)
 	}

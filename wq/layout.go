@@ -1,7 +1,9 @@
 package wq
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/bitdecode/bitdecode/internal/half"
 )
@@ -181,6 +183,20 @@ func (m *Matrix) At(n, k int) float32 {
 	}
 	s, z := m.Param(n, k/m.Group)
 	return Dequant(uint8(r), s, z)
+}
+
+// DequantBytes returns every value ŵ of m as little-endian float32 bytes,
+// row-major [N, K]: what a backend without a low-bit Linear loads instead.
+func (m *Matrix) DequantBytes() []byte {
+	out := make([]byte, 4*m.N*m.K)
+	row := make([]float32, m.K)
+	for n := range m.N {
+		m.DequantRow(row, n)
+		for k, v := range row {
+			binary.LittleEndian.PutUint32(out[4*(n*m.K+k):], math.Float32bits(v))
+		}
+	}
+	return out
 }
 
 // DequantRow writes row n's values ŵ into dst[:K]. It gives exactly At's

@@ -34,24 +34,30 @@ func (b *Backend) i32(op string, t backend.Tensor) (*tensor, error) {
 // matrix returns the matrix view (rows, cols) of t.
 func (t *tensor) matrix() (rows, cols int) { return backend.Matrix(t.shape) }
 
-// Embedding implements backend.Backend.
+// Embedding implements backend.Backend. A packed weight (LoadQuantWeight's)
+// gives its rows' dequantized values (backend.QuantEmbedder).
 func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backend.Tensor) {
 	const op = "Embedding"
 	if b.failed() {
 		return
 	}
-	if q := b.quantWeight(table); q != nil && q.m != nil {
-		b.embedQuant(dst, q, ids)
-		return
-	}
 	d, err1 := b.f32(op, dst)
-	w, err2 := b.weightOf(op, table)
-	id, err3 := b.i32(op, ids)
+	id, err2 := b.i32(op, ids)
+	var tw backend.Named
+	var row func(dst []float32, i int)
+	var err3 error
+	if q := b.quantWeight(table); q != nil && q.m != nil {
+		tw, row = backend.Named{Name: q.name, Shape: q.Shape()}, q.m.DequantRow
+	} else {
+		var w *weight
+		if w, err3 = b.weightOf(op, table); err3 == nil {
+			tw, row = backend.Named{Name: w.name, Shape: w.shape}, w.row
+		}
+	}
 	if err := cmp.Or(err1, err2, err3); err != nil {
 		b.fail(err)
 		return
 	}
-	tw := backend.Named{Name: w.name, Shape: w.shape}
 	if err := backend.CheckEmbedding(d.shape, tw, len(id.i32)); err != nil {
 		b.fail(err)
 		return
@@ -62,38 +68,13 @@ func (b *Backend) Embedding(dst backend.Tensor, table backend.Weight, ids backen
 	}
 	_, K := d.matrix()
 	for t, v := range id.i32 {
-		w.row(d.f32[t*K:(t+1)*K], int(v))
+		row(d.f32[t*K:(t+1)*K], int(v))
 	}
 }
 
 // EmbedsQuantized implements backend.QuantEmbedder: Embedding gathers the
-// rows of a packed weight as their dequantized values (embedQuant).
+// rows of a packed weight as their dequantized values.
 func (b *Backend) EmbedsQuantized() {}
-
-// embedQuant is Embedding over a packed weight: dst[t,:] = Ŵ[ids[t],:],
-// wq.Matrix.DequantRow's values.
-func (b *Backend) embedQuant(dst backend.Tensor, q *qweight, ids backend.Tensor) {
-	const op = "Embedding"
-	d, err1 := b.f32(op, dst)
-	id, err2 := b.i32(op, ids)
-	if err := cmp.Or(err1, err2); err != nil {
-		b.fail(err)
-		return
-	}
-	tw := backend.Named{Name: q.name, Shape: q.Shape()}
-	if err := backend.CheckEmbedding(d.shape, tw, len(id.i32)); err != nil {
-		b.fail(err)
-		return
-	}
-	if err := backend.CheckTokenIDs(id.i32, tw); err != nil {
-		b.fail(err)
-		return
-	}
-	K := q.m.K
-	for t, v := range id.i32 {
-		q.m.DequantRow(d.f32[t*K:(t+1)*K], int(v))
-	}
-}
 
 // Rows implements backend.Backend.
 func (b *Backend) Rows(dst, src backend.Tensor, idx backend.Tensor) {

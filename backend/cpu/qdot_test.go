@@ -368,20 +368,7 @@ func TestInt3Integer(t *testing.T) {
 		}
 		y := make([]float32, sh.T*sh.N)
 		int3Tile(toks, y, m, pz, nil, 0, sh.T, 0, sh.N)
-		for i, v := range y {
-			tt, n := i/sh.N, i%sh.N
-			if g := dotInt3IntGeneric(toks[tt], m, pz, n); math.Float32bits(g) != math.Float32bits(v) {
-				t.Fatalf("K=%d: y[%d,%d] = %v, the Go reference %v", sh.K, tt, n, v, g)
-			}
-			var want float64
-			for k := range sh.K {
-				want += float64(xv[tt*sh.K+k]) * float64(wh[n*sh.K+k])
-			}
-			tol := baseTol(m, xv[tt*sh.K:(tt+1)*sh.K], wh, n, true) + 0x1p-24*math.Abs(want)
-			if d := math.Abs(float64(v) - want); !(d <= tol) {
-				t.Fatalf("K=%d: y[%d,%d] = %v, want %v (err %g, tol %g)", sh.K, tt, n, v, want, d, tol)
-			}
-		}
+		checkIntTile(t, m, xv, wh, y, sh.T, func(tt, n int) float32 { return dotInt3IntGeneric(toks[tt], m, pz, n) })
 		xv[sh.K-5] = float32(math.Inf(1))
 		quantizeInt3X(toks[0], xv[:sh.K], make([]int32, sh.K/32))
 		int3Tile(toks[:1], y, m, pz, nil, 0, 1, 0, sh.N)
@@ -389,6 +376,28 @@ func TestInt3Integer(t *testing.T) {
 			if !math.IsNaN(float64(v)) {
 				t.Fatalf("K=%d: x holds +Inf: y[0,%d] = %v, want NaN", sh.K, n, v)
 			}
+		}
+	}
+}
+
+// checkIntTile checks an integer path's tile outputs y [T, m.N] for x xv
+// [T, m.K]: each equal to the Go reference generic(t, n) bit for bit and
+// within baseTol of the float64 reference over Ŵ (wh).
+func checkIntTile(t *testing.T, m *wq.Matrix, xv, wh, y []float32, T int, generic func(tt, n int) float32) {
+	t.Helper()
+	N, K := m.N, m.K
+	for i, v := range y[:T*N] {
+		tt, n := i/N, i%N
+		if g := generic(tt, n); math.Float32bits(g) != math.Float32bits(v) {
+			t.Fatalf("%v K=%d: y[%d,%d] = %v, the Go reference %v", m.Elem, K, tt, n, v, g)
+		}
+		var want float64
+		for k := range K {
+			want += float64(xv[tt*K+k]) * float64(wh[n*K+k])
+		}
+		tol := baseTol(m, xv[tt*K:(tt+1)*K], wh, n, true) + 0x1p-24*math.Abs(want)
+		if d := math.Abs(float64(v) - want); !(d <= tol) {
+			t.Fatalf("%v K=%d: y[%d,%d] = %v, want %v (err %g, tol %g)", m.Elem, K, tt, n, v, want, d, tol)
 		}
 	}
 }
@@ -445,20 +454,7 @@ func TestInt8Integer(t *testing.T) {
 		toks, release := b.quantizeIntRows(xv, sh.T, sh.K, true)
 		y := make([]float32, sh.T*sh.N)
 		int8Tile(toks, y, m, pz, nil, 0, sh.T, 0, sh.N)
-		for i, v := range y {
-			tt, n := i/sh.N, i%sh.N
-			if g := dotInt8Generic(toks[tt], m, pz, n); math.Float32bits(g) != math.Float32bits(v) {
-				t.Fatalf("K=%d: y[%d,%d] = %v, the Go reference %v", sh.K, tt, n, v, g)
-			}
-			var want float64
-			for k := range sh.K {
-				want += float64(xv[tt*sh.K+k]) * float64(wh[n*sh.K+k])
-			}
-			tol := baseTol(m, xv[tt*sh.K:(tt+1)*sh.K], wh, n, true) + 0x1p-24*math.Abs(want)
-			if d := math.Abs(float64(v) - want); !(d <= tol) {
-				t.Fatalf("K=%d: y[%d,%d] = %v, want %v (err %g, tol %g)", sh.K, tt, n, v, want, d, tol)
-			}
-		}
+		checkIntTile(t, m, xv, wh, y, sh.T, func(tt, n int) float32 { return dotInt8Generic(toks[tt], m, pz, n) })
 		release()
 		xv[sh.K-5] = float32(math.Inf(1))
 		toks, release = b.quantizeIntRows(xv[:sh.K], 1, sh.K, true)

@@ -196,47 +196,65 @@ func dotInt4Generic(tok int4Token, m *wq.Matrix, pz []float32, n int) float32 {
 		sx, X := tok.sx[g*dotLanes:(g+1)*dotLanes], tok.xsum[g]
 		s, z := pz[2*(g*m.N+n)], pz[2*(g*m.N+n)+1]
 		for l, w := range words {
-			u := s * sx[l]
-			lo, hi := w&0x0f0f0f0f, w>>4&0x0f0f0f0f
-			var d1, d2 int32
-			for i := range 4 {
-				wl, wh := int32(lo>>(8*i)&0xff), int32(hi>>(8*i)&0xff)
-				d1 += wl*int32(q[4*l+i]) + wh*int32(q[64+4*l+i])
-				d2 += wl*int32(q[128+4*l+i]) + wh*int32(q[192+4*l+i])
-			}
-			d := int4XRatio*d1 + d2
-			acc[l] += float32(float32(d) * u)
+			d := laneSum(w&0x0f0f0f0f, w>>4&0x0f0f0f0f, q, l)
+			acc[l] += float32(float32(d) * (s * sx[l]))
 		}
 		zs += float32(z * X)
 	}
 	return reduceLanes(&acc) + zs
 }
 
+// intTileFunc and intQuadFunc are the VNNI tiles of the integer paths: one
+// token against 1 or 4 rows, and 4 tokens against 4 rows (gen_dot.go).
+type (
+	intTileFunc func(xq *int8, sx *float32, xsum *float32, w unsafe.Pointer, ws uintptr, rowBytes int, dst *float32, pz *float32, ps uintptr)
+	intQuadFunc func(xq *int8, xs uintptr, sx *float32, xsum *float32, ss uintptr, w unsafe.Pointer, ws uintptr, groups int, dst *float32, ds uintptr, pz *float32, ps uintptr)
+)
+
+// vnniTile runs the VNNI tiles k11, k14 and k44 of an integer path (int4's
+// or int8's) over y[t, n] for t in [t0, t1), n in [n0, n1): rows 4 at a
+// time where 4 remain, tokens 4 at a time with k44 where toks lie as
+// quantizeIntRows lays them out.
+func vnniTile(k11, k14 intTileFunc, k44 intQuadFunc, toks []int4Token, y []float32, m *wq.Matrix, pz []float32, t0, t1, n0, n1 int) {
+	N, RW := m.N, m.Elem.RowWords(m.K)
+	quads := t1-t0 >= 4 && int4Strided(toks[t0:t1]) // the 4x4 tile's layout
+	for n := n0; n < n1; {
+		nr, k := 1, k11
+		if n+4 <= n1 {
+			nr, k = 4, k14
+		}
+		t := t0
+		for ; quads && nr == 4 && t+4 <= t1; t += 4 {
+			a := &toks[t]
+			k44(&a.xq[0], uintptr(len(a.xq)), &a.sx[0], &a.xsum[0], int4TokenStride(m.K), unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), m.K/int4Group, &y[t*N+n], uintptr(4*N), &pz[2*n], uintptr(8*N))
+		}
+		for ; t < t1; t++ {
+			k(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
+		}
+		n += nr
+	}
+}
+
+// laneSum returns lane l's exact integer sum D = 254·D1 + D2 over a group:
+// its 4 code bytes lo that pair with the x codes of int4's low nibbles and
+// its 4 bytes hi that pair with the high ones, against the group's x codes
+// q (both int8 terms; int4Token's order). int8's lanes (qint8.go) give the
+// bytes of a word of each of the group's two chunks.
+func laneSum(lo, hi uint32, q []int8, l int) int32 {
+	var d1, d2 int32
+	for i := range 4 {
+		wl, wh := int32(lo>>(8*i)&0xff), int32(hi>>(8*i)&0xff)
+		d1 += wl*int32(q[4*l+i]) + wh*int32(q[64+4*l+i])
+		d2 += wl*int32(q[128+4*l+i]) + wh*int32(q[192+4*l+i])
+	}
+	return int4XRatio*d1 + d2
+}
+
 // int4Tile computes y[t, n] + bias[n] for t in [t0, t1), n in [n0, n1).
 func int4Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t0, t1, n0, n1 int) {
 	N := m.N
 	if cpufeat.VNNI() {
-		RW := m.Elem.RowWords(m.K)
-		quads := t1-t0 >= 4 && int4Strided(toks[t0:t1]) // the 4x4 tile's layout
-		for n := n0; n < n1; {
-			nr := 1
-			if n+4 <= n1 {
-				nr = 4
-			}
-			k := int4VNNI_1x1
-			if nr == 4 {
-				k = int4VNNI_1x4
-			}
-			t := t0
-			for ; quads && nr == 4 && t+4 <= t1; t += 4 {
-				a := &toks[t]
-				int4VNNI_4x4(&a.xq[0], uintptr(len(a.xq)), &a.sx[0], &a.xsum[0], int4TokenStride(m.K), unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), m.K/int4Group, &y[t*N+n], uintptr(4*N), &pz[2*n], uintptr(8*N))
-			}
-			for ; t < t1; t++ {
-				k(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
-			}
-			n += nr
-		}
+		vnniTile(int4VNNI_1x1, int4VNNI_1x4, int4VNNI_4x4, toks, y, m, pz, t0, t1, n0, n1)
 	} else if cpufeat.DotProd() {
 		RW := m.Elem.RowWords(m.K)
 		for n := n0; n < n1; n++ {

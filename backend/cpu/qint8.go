@@ -33,8 +33,6 @@ package cpu
 // packed order.
 
 import (
-	"unsafe"
-
 	"github.com/bitdecode/bitdecode/internal/cpufeat"
 	"github.com/bitdecode/bitdecode/wq"
 )
@@ -84,15 +82,8 @@ func dotInt8Generic(tok int4Token, m *wq.Matrix, pz []float32, n int) float32 {
 		sx, X := tok.sx[g*dotLanes:(g+1)*dotLanes], tok.xsum[g]
 		s, z := pz[2*(g*m.N+n)], pz[2*(g*m.N+n)+1]
 		for l := range dotLanes {
-			u := s * sx[l]
-			var d1, d2 int32
-			for i := range 4 {
-				wl, wh := int32(lo[l]>>(8*i)&0xff), int32(hi[l]>>(8*i)&0xff)
-				d1 += wl*int32(q[4*l+i]) + wh*int32(q[64+4*l+i])
-				d2 += wl*int32(q[128+4*l+i]) + wh*int32(q[192+4*l+i])
-			}
-			d := int4XRatio*d1 + d2
-			acc[l] += float32(float32(d) * u)
+			d := laneSum(lo[l], hi[l], q, l)
+			acc[l] += float32(float32(d) * (s * sx[l]))
 		}
 		zs += float32(z * X)
 	}
@@ -103,27 +94,7 @@ func dotInt8Generic(tok int4Token, m *wq.Matrix, pz []float32, n int) float32 {
 func int8Tile(toks []int4Token, y []float32, m *wq.Matrix, pz, bias []float32, t0, t1, n0, n1 int) {
 	N := m.N
 	if cpufeat.VNNI() {
-		RW := m.Elem.RowWords(m.K)
-		quads := t1-t0 >= 4 && int4Strided(toks[t0:t1]) // the 4x4 tile's layout
-		for n := n0; n < n1; {
-			nr := 1
-			if n+4 <= n1 {
-				nr = 4
-			}
-			k := int8VNNI_1x1
-			if nr == 4 {
-				k = int8VNNI_1x4
-			}
-			t := t0
-			for ; quads && nr == 4 && t+4 <= t1; t += 4 {
-				a := &toks[t]
-				int8VNNI_4x4(&a.xq[0], uintptr(len(a.xq)), &a.sx[0], &a.xsum[0], int4TokenStride(m.K), unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), m.K/int4Group, &y[t*N+n], uintptr(4*N), &pz[2*n], uintptr(8*N))
-			}
-			for ; t < t1; t++ {
-				k(&toks[t].xq[0], &toks[t].sx[0], &toks[t].xsum[0], unsafe.Pointer(&m.Words[n*RW]), uintptr(4*RW), 4*RW, &y[t*N+n], &pz[2*n], uintptr(8*N))
-			}
-			n += nr
-		}
+		vnniTile(int8VNNI_1x1, int8VNNI_1x4, int8VNNI_4x4, toks, y, m, pz, t0, t1, n0, n1)
 	} else {
 		for t := t0; t < t1; t++ {
 			for n := n0; n < n1; n++ {

@@ -196,15 +196,7 @@ func (b *Backend) LoadQuantWeightSplit(name string, m *wq.Matrix, dec *wq.DEC, s
 		if dec != nil {
 			return nil, fmt.Errorf("weight %s: backend %s cannot run DEC (it has no low-bit Linear)", name, be.Name())
 		}
-		deq := make([]byte, 4*p.N*p.K)
-		row := make([]float32, p.K)
-		for n := range p.N {
-			p.DequantRow(row, n)
-			for k, v := range row {
-				binary.LittleEndian.PutUint32(deq[4*(n*p.K+k):], math.Float32bits(v))
-			}
-		}
-		return be.LoadWeight(name, backend.F32, []int{p.N, p.K}, deq)
+		return be.LoadWeight(name, backend.F32, []int{p.N, p.K}, p.DequantBytes())
 	})
 }
 
