@@ -134,27 +134,40 @@ func (m *Matrix) setRaw(n, k int, v uint32) {
 }
 
 // setCodes stores codes as the codes of row n, channels k0, k0+1, ...: a
-// whole word at a time for int8 and int4 (k0 and len(codes) multiples of
-// the block), by setRaw for int3.
+// whole block at a time (k0 and len(codes) multiples of the block; else by
+// setRaw), in pos's layout: int8 and int4 one word, int3 three words whose
+// ten 3-bit fields hold channels 10j..10j+9 and whose spare bits hold bit j
+// of channels 30 and 31.
 func (m *Matrix) setCodes(n, k0 int, codes []uint8) {
-	E := m.Elem.BlockElems()
-	if m.Elem == Int3 || k0%E != 0 || len(codes)%E != 0 {
+	E, BW := m.Elem.BlockElems(), m.Elem.BlockWords()
+	if k0%E != 0 || len(codes)%E != 0 {
 		for i, q := range codes {
 			m.setRaw(n, k0+i, uint32(q))
 		}
 		return
 	}
 	row := m.Words[n*m.Elem.RowWords(m.K):]
-	var shifts [8]uint // the fields of a word, wq's layout (pos)
-	for i := range E {
-		_, shifts[i], _ = m.Elem.pos(i)
+	var word [int3Fields * 2 * 3]int // the word and shift of each field (pos)
+	var shift [int3Fields * 2 * 3]uint
+	fields := E
+	if m.Elem == Int3 {
+		fields = 2 * int3Fields * 3 // channels 30 and 31 go to the spare bits
+	}
+	for i := range fields {
+		word[i], shift[i], _ = m.Elem.pos(i)
 	}
 	for b := 0; b < len(codes); b += E {
-		var w uint32
-		for i, q := range codes[b : b+E] {
-			w |= uint32(q) << shifts[i]
+		blk := codes[b : b+E]
+		var w [3]uint32
+		for i := range fields {
+			w[word[i]] |= uint32(blk[i]) << shift[i]
 		}
-		row[(k0+b)/E] = w
+		if m.Elem == Int3 {
+			for j := range 3 {
+				w[j] |= uint32(blk[30])>>j&1<<int3SpareLo | uint32(blk[31])>>j&1<<int3SpareHi
+			}
+		}
+		copy(row[(k0+b)/E*BW:], w[:BW])
 	}
 }
 
