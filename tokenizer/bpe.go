@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,7 +137,7 @@ func parseBPE(o jobject) (*bpe, error) {
 	if mn.isNull() {
 		return nil, mn.errorf("missing (BPE needs vocab and merges)")
 	}
-	if err := m.parseMergesFast(mn.raw); err == nil {
+	if err := m.parseMergesFast(mn); err == nil {
 		return m, nil
 	}
 	// Slow path, for the error message.
@@ -208,6 +209,11 @@ func parseBPE(o jobject) (*bpe, error) {
 // parseVocab decodes model.vocab. The common case is decoded in one call;
 // on any problem the entries are checked one by one to name the bad one.
 func parseVocab(n jnode) (map[string]int32, error) {
+	if t := bytes.TrimSpace(n.raw); n.valid && len(t) > 0 && t[0] == '{' {
+		if v, ok := fastVocab(t); ok {
+			return v, nil
+		}
+	}
 	var fast map[string]int64
 	if err := json.Unmarshal(n.raw, &fast); err == nil && fast != nil {
 		ok := true
@@ -239,13 +245,41 @@ func parseVocab(n jnode) (map[string]int32, error) {
 }
 
 // parseMergesFast decodes the merges list in its two usual forms in one
-// call; it returns an error for anything unusual, and parseBPE then takes
-// the slow path that names the offending entry.
-func (m *bpe) parseMergesFast(raw []byte) error {
-	var pairs [][2]string
+// pass (fastMerges over a valid file, encoding/json otherwise); it returns
+// an error for anything unusual, and parseBPE then takes the slow path that
+// names the offending entry. Each merge's three tokens are looked up by
+// their bytes (no string made for them).
+func (m *bpe) parseMergesFast(n jnode) error {
+	raw := bytes.TrimSpace(n.raw)
+	merges := make(map[uint64]bpeMerge, len(raw)/16)
+	prefix := []byte(m.prefix)
+	var joined []byte
+	rank := 0 // the entry's place: a repeated pair keeps its last, as in parseBPE
+	add := func(a, b []byte) bool {
+		aid, ok1 := m.vocab[string(a)]
+		bid, ok2 := m.vocab[string(b)]
+		if !ok1 || !ok2 || !bytes.HasPrefix(b, prefix) {
+			return false
+		}
+		joined = append(append(joined[:0], a...), b[len(prefix):]...)
+		nid, ok := m.vocab[string(joined)]
+		if !ok {
+			return false
+		}
+		merges[pairKey(aid, bid)] = bpeMerge{rank: int32(rank), id: nid}
+		rank++
+		return true
+	}
+	if len(raw) > 0 && raw[0] == '[' && n.valid {
+		if !fastMerges(raw, add) {
+			return errBadMerge
+		}
+		m.merges = merges
+		return nil
+	}
 	var legacy []string
+	var pairs [][2]string
 	if err := json.Unmarshal(raw, &legacy); err == nil {
-		pairs = make([][2]string, 0, len(legacy))
 		for _, s := range legacy {
 			if strings.HasPrefix(s, "#version") {
 				continue
@@ -261,7 +295,6 @@ func (m *bpe) parseMergesFast(raw []byte) error {
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return err
 		}
-		pairs = make([][2]string, 0, len(list))
 		for _, p := range list {
 			if len(p) != 2 {
 				return errBadMerge
@@ -269,18 +302,10 @@ func (m *bpe) parseMergesFast(raw []byte) error {
 			pairs = append(pairs, [2]string{p[0], p[1]})
 		}
 	}
-	merges := make(map[uint64]bpeMerge, len(pairs))
-	for rank, p := range pairs {
-		aid, ok1 := m.vocab[p[0]]
-		bid, ok2 := m.vocab[p[1]]
-		if !ok1 || !ok2 || (m.prefix != "" && !strings.HasPrefix(p[1], m.prefix)) {
+	for _, p := range pairs {
+		if !add([]byte(p[0]), []byte(p[1])) {
 			return errBadMerge
 		}
-		nid, ok := m.vocab[p[0]+p[1][len(m.prefix):]]
-		if !ok {
-			return errBadMerge
-		}
-		merges[pairKey(aid, bid)] = bpeMerge{rank: int32(rank), id: nid}
 	}
 	m.merges = merges
 	return nil

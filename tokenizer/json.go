@@ -16,6 +16,9 @@ type jnode struct {
 	file string
 	path string
 	raw  json.RawMessage // nil when the field is absent
+	// valid: raw lies in a file json.Valid accepted (rootNode), so its
+	// objects, arrays and strings take fastjson.go's one-pass readers.
+	valid bool
 }
 
 // jobject is a decoded JSON object.
@@ -25,8 +28,12 @@ type jobject struct {
 }
 
 func rootNode(file string, data []byte) jnode {
-	return jnode{file: file, raw: data}
+	return jnode{file: file, raw: data, valid: fastJSON && json.Valid(data)}
 }
+
+// fastJSON lets rootNode hand valid files to fastjson.go's readers (tests
+// turn it off to compare with encoding/json's path).
+var fastJSON = true
 
 func (n jnode) errorf(format string, args ...any) error {
 	return &LoadError{File: n.file, Field: n.path, Err: fmt.Errorf(format, args...)}
@@ -72,11 +79,11 @@ func (n jnode) child(key string) jnode {
 	if n.path != "" {
 		p = n.path + "." + key
 	}
-	return jnode{file: n.file, path: p}
+	return jnode{file: n.file, path: p, valid: n.valid}
 }
 
 func (n jnode) index(i int) jnode {
-	return jnode{file: n.file, path: n.path + "[" + strconv.Itoa(i) + "]"}
+	return jnode{file: n.file, path: n.path + "[" + strconv.Itoa(i) + "]", valid: n.valid}
 }
 
 func (n jnode) object() (jobject, error) {
@@ -85,7 +92,13 @@ func (n jnode) object() (jobject, error) {
 		return jobject{}, n.errorf("want an object, got %s", n.kind())
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(t, &m); err != nil {
+	var err error
+	if n.valid {
+		m, err = splitObject(t)
+	} else {
+		err = json.Unmarshal(t, &m)
+	}
+	if err != nil {
 		return jobject{}, n.wrap(err)
 	}
 	return jobject{n: n, m: m}, nil
@@ -108,7 +121,9 @@ func (n jnode) array() ([]jnode, error) {
 		return nil, n.errorf("want an array, got %s", n.kind())
 	}
 	var a []json.RawMessage
-	if err := json.Unmarshal(t, &a); err != nil {
+	if n.valid {
+		a = splitArray(t)
+	} else if err := json.Unmarshal(t, &a); err != nil {
 		return nil, n.wrap(err)
 	}
 	out := make([]jnode, len(a))
@@ -125,7 +140,13 @@ func (n jnode) str() (string, error) {
 		return "", n.errorf("want a string, got %s", n.kind())
 	}
 	var s string
-	if err := json.Unmarshal(t, &s); err != nil {
+	var err error
+	if n.valid {
+		s, err = unquote(t)
+	} else {
+		err = json.Unmarshal(t, &s)
+	}
+	if err != nil {
 		return "", n.wrap(err)
 	}
 	return s, nil
