@@ -62,7 +62,7 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	if *f.tokens < 0 {
 		return usageErrorf("--tokens %d: want a positive count", *f.tokens)
 	}
-	o, err := openOptions(*f.modelDir, *f.device, *f.tp, "fp16", "0", "", 0, stderr, false)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, weightFlags{}, stderr, false)
 	if err != nil {
 		return err
 	}

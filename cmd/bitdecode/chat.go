@@ -18,7 +18,7 @@ import (
 
 var chatCmd = &command{
 	name:    "chat",
-	usage:   "[--model DIR] [--kv SPEC] [--system TEXT] [--device auto|cpu|cuda] [--tp N] [--max-tokens N] [sampling flags]",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC] [--system TEXT] [--device auto|cpu|cuda] [--tp N] [--max-tokens N] [sampling flags]",
 	summary: "talk with a model in the terminal: history kept, the model's chat template, a low-bit KV cache",
 	help: `Reads one user message per line from standard input and streams the
 model's answer to standard output, keeping the conversation: each turn is
@@ -52,6 +52,7 @@ func init() {
 }
 
 type chatFlags struct {
+	weightFlags
 	modelDir, kvSpec, device, system       *string
 	chatTemplate                           *string
 	maxTokens, topK, ctx, tp               *int
@@ -62,6 +63,7 @@ type chatFlags struct {
 
 func addChatFlags(fs *flag.FlagSet) chatFlags {
 	return chatFlags{
+		weightFlags:   addWeightFlags(fs),
 		modelDir:      fs.String("model", "", modelHelp),
 		kvSpec:        fs.String("kv", "int4", "KV cache format spec"),
 		device:        fs.String("device", "auto", "auto, cpu or cuda"),
@@ -103,7 +105,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err := sample.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	o, err := openOptions(*f.modelDir, *f.device, *f.tp, "fp16", "0", "", 0, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, f.weightFlags, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}

@@ -80,10 +80,11 @@ examples:
 }
 
 type runFlags struct {
+	weightFlags
 	modelDir, kvSpec, device, stop        *string
-	weights, calib, decK, promptFile      *string
+	promptFile                            *string
 	chatTemplate, jsonSchema              *string
-	maxTokens, topK, chunk, calibN, ctx   *int
+	maxTokens, topK, chunk, ctx           *int
 	tp                                    *int
 	temperature, topP, minP, repeatPenalt *float64
 	seed                                  *uint64
@@ -92,12 +93,9 @@ type runFlags struct {
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
 	return runFlags{
+		weightFlags:  addWeightFlags(fs),
 		modelDir:     fs.String("model", "", modelHelp),
 		kvSpec:       fs.String("kv", "int4", "KV cache format spec"),
-		weights:      fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq])"),
-		calib:        fs.String("calib", "", "calibration text for a :gptq weight format"),
-		calibN:       fs.Int("calib-tokens", 16384, "calibration tokens at most"),
-		decK:         fs.String("dec-k", "0", decKUsage),
 		device:       fs.String("device", "auto", "auto, cpu or cuda"),
 		tp:           addTPFlag(fs),
 		stop:         fs.String("stop", "", "stop when the output ends with this string (\\n escapes allowed)"),
@@ -154,7 +152,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o, err := openOptions(*f.modelDir, *f.device, *f.tp, *f.weights, *f.decK, *f.calib, *f.calibN, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, f.weightFlags, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
@@ -279,11 +277,51 @@ func checkTP(n int) error {
 	return nil
 }
 
+// weightFlags are the weight-format flags of the commands that open a model
+// for generation (run, chat, serve): --weights, its GPTQ calibration and
+// DEC. A nil field stands for its default (a command without the flag).
+type weightFlags struct {
+	weights, calib, decK *string
+	calibN               *int
+}
+
+// addWeightFlags defines fs's weight-format flags.
+func addWeightFlags(fs *flag.FlagSet) weightFlags {
+	return weightFlags{
+		weights: fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq][:head=F]; "+weightsHelpRef+")"),
+		calib:   fs.String("calib", "", "calibration text for a :gptq weight format"),
+		calibN:  fs.Int("calib-tokens", 16384, "calibration tokens at most"),
+		decK:    fs.String("dec-k", "0", decKUsage),
+	}
+}
+
+// weightsHelpRef points a flag's help at the grammar.
+const weightsHelpRef = "'bitdecode help run' or docs/weights.md"
+
+// values returns the flags' values, defaults for nil fields.
+func (w weightFlags) values() (weights, decK, calib string, calibN int) {
+	weights, decK, calibN = "fp16", "0", 16384
+	if w.weights != nil {
+		weights = *w.weights
+	}
+	if w.decK != nil {
+		decK = *w.decK
+	}
+	if w.calib != nil {
+		calib = *w.calib
+	}
+	if w.calibN != nil {
+		calibN = *w.calibN
+	}
+	return
+}
+
 // openOptions turns the flags every model-opening command shares into
 // engine.Options: the device and tensor-parallel degree, the weight format
 // with its DEC and GPTQ calibration, the progress bar and the log (stderr,
 // unless quiet).
-func openOptions(dir, device string, tp int, weights, decK, calib string, calibTokens int, stderr io.Writer, quiet bool) (engine.Options, error) {
+func openOptions(dir, device string, tp int, wf weightFlags, stderr io.Writer, quiet bool) (engine.Options, error) {
+	weights, decK, calib, calibTokens := wf.values()
 	o := engine.Options{Device: device, TP: tp, Env: lookupEnv, Calib: engine.Calib{File: calib, MaxTokens: calibTokens}}
 	if err := checkDevice(device); err != nil {
 		return o, err

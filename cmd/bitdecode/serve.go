@@ -17,12 +17,13 @@ import (
 
 	"github.com/bitdecode/bitdecode/engine"
 	"github.com/bitdecode/bitdecode/kvcache"
+	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/server"
 )
 
 var serveCmd = &command{
 	name:    "serve",
-	usage:   "[--model DIR] [--kv SPEC] [--device auto|cpu|cuda] [--tp N] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
+	usage:   "[--model DIR] [--kv SPEC] [--weights SPEC [--calib FILE] [--dec-k K|tuned:P%|NAME:K,...]] [--device auto|cpu|cuda] [--tp N] [--addr HOST:PORT] [--kv-memory SIZE] [--max-seqs N]",
 	summary: "OpenAI-compatible HTTP server with continuous batching over a paged low-bit KV cache",
 	help: `Loads the checkpoint in DIR (without --model: the embedded default
 model, model/gotiny; --model org/name takes a Hugging Face Hub repository,
@@ -62,6 +63,11 @@ splits decode attention the same way for any batch, so greedy text is the
 same alone and under load; --batch-invariant=false trades that for the
 throughput of cuBLASLt on prefill chunks (docs/serving.md gives the cost).
 
+--weights int8|int4|int3 (with :gptq and --calib, --dec-k, as for 'run')
+quantizes the linear layers at load; on the CPU a request's results stay the
+same alone and under load, on the GPU low-bit weights need
+--batch-invariant=false (their kernels round differently by batch size).
+
 --kv bw... (fp16 KV stored as bit planes, read at 16/8/4 bits per token by
 importance; docs/bitweaver.md) is served on the CPU and on the GPU from a
 pool of blocks of the spec's blkN tokens, without prefix sharing; a request
@@ -96,6 +102,7 @@ examples:
 }
 
 type serveFlags struct {
+	weightFlags
 	modelDir, kvSpec, device, addr, kvMemory, name, maxBody *string
 	apiKey, allowedHosts, corsOrigins, logFormat            *string
 	chatTemplate                                            *string
@@ -106,6 +113,7 @@ type serveFlags struct {
 
 func addServeFlags(fs *flag.FlagSet) serveFlags {
 	return serveFlags{
+		weightFlags:    addWeightFlags(fs),
 		modelDir:       fs.String("model", "", modelHelp),
 		kvSpec:         fs.String("kv", "int4", "KV cache format spec ('bitdecode inspect kv' explains them)"),
 		device:         fs.String("device", "auto", "auto, cpu or cuda"),
@@ -206,7 +214,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		logw = io.Discard
 	}
 	logger := log.New(logw, "bitdecode serve: ", log.LstdFlags)
-	o, err := openOptions(*f.modelDir, *f.device, *f.tp, "fp16", "0", "", 0, stderr, *f.quiet)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, f.weightFlags, stderr, *f.quiet)
 	if err != nil {
 		return err
 	}
@@ -251,7 +259,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (is another server on %s? try --addr 127.0.0.1:0)", err, *f.addr)
 	}
 	cfg := m.Config()
-	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %s) on %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, headDim(cfg), lm.Backend.Name())
+	wm := model.WeightMemoryOf(m)
+	logger.Printf("model %s (%s, %d layers, %d/%d heads, head dim %s) on %s, weights %s: %s", name, cfg.Architecture, cfg.Layers, cfg.Heads, cfg.KVHeads, headDim(cfg), lm.Backend.Name(), wm.Format, humanBytes(wm.Bytes))
 	if cache.Format().Planes.On {
 		p := cache.Format().Planes
 		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each: fp16 bit planes, tier maps and attention mass) = %s for up to %d sequences; up to %d tokens per request; tiers h%d/m%d/l%d/e%d%% (requests may set their own with \"kv_tiers\")",

@@ -47,6 +47,13 @@ func TestServeEmbeddedModel(t *testing.T) {
 	testServe(t, nil, "gotiny", "int4:kc32:v32:res32", "KV cache int4:kc32:v32:res32")
 }
 
+// TestServeWeights serves the embedded model with int4 weights (groups of
+// 64: its MLP is 320 wide) and its head in int8: the quantized layers and
+// the tied lookup of the head's values under the scheduler.
+func TestServeWeights(t *testing.T) {
+	testServe(t, []string{"--weights", "int4:g64"}, "gotiny", "int4:kc32:v32:res32", "weights int4:g64:rtn:head=int8")
+}
+
 // TestServeTP serves the embedded model on two CPU ranks (--tp 2): the
 // sharded model and the per-rank paged cache under the scheduler.
 func TestServeTP(t *testing.T) {
