@@ -13,21 +13,25 @@ var prefillSource string
 
 // Tile constants of prefill.cu (kept equal to its constexprs).
 const (
-	// prefillRows is pf::kRows: query rows of one CTA (4 warps of 16).
-	prefillRows    = 64
-	prefillThreads = 128
+	// prefillWarps is pf::kWarps: the warps of a CTA.
+	prefillWarps   = 4
+	prefillThreads = 32 * prefillWarps
 )
 
+// prefillRowsOf is pf::rowsOf<MT>: the query rows of a CTA whose warps own
+// mt m16 tiles each (64 at mt = 1, 128 at mt = 2).
+func prefillRowsOf(mt int) int { return 16 * mt * prefillWarps }
+
 // prefillMinRows is the fewest query rows a KV head (Tq times the GQA
-// group) that PrefillRoute sends to prefill.cu: four of its row tiles, 32
-// of decode_mma.cu's 8-row chunks, each of which re-reads the visible K/V.
-// Below it a launch has too few CTAs to fill the GPU without splitting the
-// keys, which prefill.cu does not (decode_mma.cu's plan splits them).
-const prefillMinRows = 4 * prefillRows
+// group) that PrefillRoute sends to prefill.cu: four of v3's 64-row tiles
+// (two of v4's 128), 32 of decode_mma.cu's 8-row chunks, each of which
+// re-reads the visible K/V. Below it a launch has too few CTAs to fill the
+// GPU without splitting the keys, which prefill.cu does not (decode_mma.cu's
+// plan splits them).
+const prefillMinRows = 256
 
 // prefillTile returns prefill.cu's key tile TN for head dim d: 64 tokens,
-// 32 at D = 256 (its accumulators and query fragments take twice the
-// registers).
+// 32 at D = 256 (its accumulators take twice the registers).
 func prefillTile(d int) int {
 	if d >= 256 {
 		return 32
@@ -35,9 +39,52 @@ func prefillTile(d int) int {
 	return 64
 }
 
-// prefillSmem is prefill.cu's prefillSmem<D, TN>: two stages of a tile's K
-// and V in fp16 (64 KiB at D = 128: two CTAs an SM).
-func prefillSmem(d int) int { return 2 * 2 * prefillTile(d) * d * 2 }
+// prefillMT returns prefill.cu's m16 tiles a warp (its template MT) for
+// layout l under tuning t: 2 (v4: each key and value fragment read from
+// shared memory feeds two tiles' mmas) up to D = 128, whose 128 output
+// accumulators and 64 scores a lane fit its 255 registers; 1 at D = 256,
+// where two tiles' accumulators alone would be 256 registers a lane.
+// t.PrefillMT (BITDECODE_PREFILL_MT) can ask for 1 anywhere.
+func prefillMT(l DecodeLayout, t DecodeTuning) int {
+	if l.D >= 256 || t.PrefillMT == 1 {
+		return 1
+	}
+	return 2
+}
+
+// prefillKS returns prefill.cu's warp groups a CTA (its template KS) under
+// tuning t: 2 (v4), two groups of prefillWarps warps that take every
+// other key tile of the CTA's rows, each with its own stages, merged at
+// the end, so that a launch of as many CTAs as SMs (Llama-3.1-8B's
+// 512-token chunk: 16 row tiles of 128 rows times 8 KV heads) still runs
+// 8 warps an SM; t.PrefillKS (BITDECODE_PREFILL_KS) can ask for 1.
+func prefillKS(t DecodeTuning) int {
+	if t.PrefillKS == 1 {
+		return 1
+	}
+	return 2
+}
+
+// prefillSmem is prefill.cu's prefillSmem<D, KBITS, VBITS, TN, BF, MT, KS>
+// for layout l: each of the ks warp groups' two stages of a tile's K and V
+// in fp16 (64 KiB at D = 128) and the raw stage of a tile's low-bit
+// halves' code words, then the Q stage of the CTA's rows in fp16 (and
+// again in bf16 for bf16 blocks). At D = 128, mt = 2, ks = 2: fp16 160 KiB,
+// int8 192 KiB (one CTA an SM: its 256 threads take the registers).
+func prefillSmem(l DecodeLayout, mt, ks int) int {
+	tn := prefillTile(l.D)
+	group := 2 * 2 * tn * l.D * 2
+	for _, bits := range []int{l.KBits, l.VBits} {
+		if bits < 16 {
+			group += tn * l.D * bits / 8
+		}
+	}
+	q := prefillRowsOf(mt) * l.D * 2
+	if l.BF16 {
+		q *= 2
+	}
+	return ks*group + q
+}
 
 // PrefillReads reports whether prefill.cu reads layout l: every layout the
 // tensor-core decode kernels read (fp16, bf16, int8, int4, int2 halves, keys
@@ -85,13 +132,16 @@ type PrefillPlan struct {
 	layout  DecodeLayout
 	shape   DecodeShape
 	fn      cuda.Function
+	rows    int // query rows a CTA (prefillRowsOf)
+	threads int // prefillThreads times the warp groups (prefillKS)
 	smem    int // dynamic shared memory (prefillSmem)
 	noOut32 bool
 }
 
 // PlanPrefill compiles (on first use) prefill.cu for layout l and shape s
 // (B, Hq, Hkv, the most query tokens Tq, MaxBlocks, MaxL and the soft-cap;
-// splits are not read), tuned by t (its Ptxas report and NoOut32).
+// splits are not read), tuned by t (its Ptxas report, NoOut32, PrefillStep,
+// PrefillMT and PrefillKS).
 func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*PrefillPlan, error) {
 	if err := l.check(); err != nil {
 		return nil, err
@@ -117,14 +167,15 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	if t.PrefillStep > 0 && t.PrefillStep < tn {
 		tc = t.PrefillStep
 	}
-	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc)
+	mt, ks := prefillMT(l, t), prefillKS(t)
+	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc, mt, ks)
 	prog := program("prefill.cu", prefillSource, []string{expr}, nil)
 	softcapOptions(&prog, s.Softcap)
 	mod, err := compileReporting(dev, prog, t.Ptxas, expr)
 	if err != nil {
 		return nil, err
 	}
-	p := &PrefillPlan{layout: l, shape: s, smem: prefillSmem(l.D), noOut32: t.NoOut32}
+	p := &PrefillPlan{layout: l, shape: s, rows: prefillRowsOf(mt), threads: prefillThreads * ks, smem: prefillSmem(l, mt, ks), noOut32: t.NoOut32}
 	if p.fn, err = mod.Function(expr); err != nil {
 		return nil, err
 	}
@@ -166,8 +217,8 @@ func (p *PrefillPlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, 
 		out32 = 0
 	}
 	rows := s.Hq / s.Hkv * s.Tq
-	grid := cuda.Dim3{X: (rows + prefillRows - 1) / prefillRows, Y: s.Hkv, Z: s.B}
-	return c.Launch(p.fn, grid, cuda.Dim3{X: prefillThreads}, p.smem, st,
+	grid := cuda.Dim3{X: (rows + p.rows - 1) / p.rows, Y: s.Hkv, Z: s.B}
+	return c.Launch(p.fn, grid, cuda.Dim3{X: p.threads}, p.smem, st,
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, b.Out, out32,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff),
 		int32(max(l.GK, 1)), int32(max(l.GV, 1)), float32(float64(scale)*log2e), int32(s.Window))
