@@ -9,9 +9,9 @@
 // prefill chunk of Tq tokens times the GQA group. decode_mma.cu takes 8 query
 // rows a CTA (bitdecode.cuh's kQueryRows), so a chunk of 512 tokens at group 4
 // (2048 rows) re-reads the visible K/V 256 times a KV head from L2 (session
-// 28: a 32K prompt's fp16 prefill 5.26 s, ~36 TB of L2 reads). Here a CTA of
-// kWarps warps takes 16·kWarps rows and dequantizes each K and V tile once,
-// into shared memory, for all of them.
+// 28: a 32K prompt's fp16 prefill 5.26 s, ~36 TB of L2 reads). Here a CTA
+// takes 16·MT·kWarps rows and dequantizes each K and V tile once, into
+// shared memory, for all of them.
 //
 // Tensors (the decode kernels', decode.go's DecodeBuffers):
 //   pool   [blocks][Hkv][blockBytes]  packed blocks, kv.MMA order (K half, V half)
@@ -21,29 +21,42 @@
 // Rows: row r of KV head h is query token r / G, head h·G + r % G (G = Hq/Hkv:
 // the decode kernels' mapping; any G, MQA included).
 //
-// Work: a CTA (kWarps = 4 warps) per (row tile of 16·kWarps rows, KV head,
-// sequence); warp w owns rows 16w..16w+15 of the tile. Each lane keeps the
-// warp's query rows as mma.sync.m16n8k16 A fragments (fp16, scale·log2(e)
-// folded in; a bf16 copy for bf16 blocks) and, per key tile of TN tokens:
-//   1. the CTA puts the tile's K and V into shared memory in kv.MMA's fp16
+// Work: a CTA per (row tile of rowsOf<MT>() = 16·MT·kWarps rows, KV head,
+// sequence) of KS warp groups of kWarps = 4 warps; warp w of each group
+// owns rows 16·MT·w .. 16·MT·(w+1) - 1 of the tile, MT m16 tiles (v4: MT =
+// 2 up to D = 128, so each key and value fragment read from shared memory
+// feeds two mmas; 1 at D = 256). The rows' query, as mma.sync.m16n8k16 A
+// fragments (fp16, scale·log2(e) folded in; a bf16 copy for bf16 blocks),
+// lies in the Q stage in shared memory, one 16-byte load per (m16 tile,
+// 16-channel block) (v4: out of registers, which hold the MT tiles'
+// accumulators and scores). Group ks takes key tiles ks, ks + KS, ... of
+// TN tokens (v4: KS = 2, so that a launch of one CTA an SM still runs
+// 8 warps an SM), each with its own two stages; per tile:
+//   1. the group puts the tile's K and V into its stage in kv.MMA's fp16
 //      fragment order (the stage layout below): 16-bit halves and the
 //      residual by cp.async, low-bit halves dequantized once (code·s + z by
-//      one f16x2 fma) from code words loaded a tile ahead into registers;
-//      two stages, so the next tile's loads run under this tile's math;
+//      one f16x2 fma) from code words copied a tile ahead into its raw
+//      stage (cp.async; v2-v3: registers); two stages, so the next tile's
+//      copies run under this tile's math;
 //   2. each warp: S = Q·Kᵀ (the stage's key fragments are S's B operands
 //      as they lie), the soft-cap, the mask (the rows' causal limits, the
 //      window, the tile's end), the online softmax in the log2 domain
 //      (ex2), P from the accumulators straight into A fragments, O += P·V
 //      (the value fragments are its B operands as they lie).
+// At the end group 0 merges the groups' running max, denominators and
+// accumulators of each row in a fixed order (group 1's handed over in
+// shared memory).
 // Packed tokens run first, then the residual's (fp16 tiles), so a tile is
 // of one type. Padding tokens of a tile (past the causal end or the packed
 // part) read finite data of the sequence's blocks and are masked.
 // The output is O / l, rounded to fp16 (and widened to out32 where given).
-// No splits and no atomics: deterministic, and a row's bits depend on its
-// sequence and chunk alone.
+// No splits across CTAs and no atomics: deterministic, and a row's bits
+// depend on its sequence and chunk alone.
 //
-// Tile constants: TN = 64 keys (32 at D = 256: registers); two stages of
-// 2·TN·D fp16 each (64 KiB at D = 128: two CTAs an SM).
+// Tile constants: TN = 64 keys (32 at D = 256: registers); a group's two
+// stages of 2·TN·D fp16 each (64 KiB at D = 128); the Q stage rows·D fp16
+// (32 KiB at D = 128, MT = 2). At D = 128, MT = 2, KS = 2: 160-192 KiB and
+// 256 threads of 255 registers, one CTA an SM.
 //
 // Versions (H100, Llama-3.1-8B shapes, bitdecode run --max-tokens 1, 32K
 // prompt, whole prefill; docs/perf/prefill.md):

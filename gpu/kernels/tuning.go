@@ -71,7 +71,8 @@ const (
 	// in keys (16 or 32; unset or 64: the whole 64-key tile).
 	EnvPrefillStep = "BITDECODE_PREFILL_STEP"
 	// EnvPrefillMT is DecodeTuning.PrefillMT: prefill.cu's m16 tiles of
-	// query rows a warp (1 or 2; unset: the planner's, prefillMT).
+	// query rows a warp, for every launch (1 or 2; unset: the planner's
+	// choice by launch, prefillLaunchMT).
 	EnvPrefillMT = "BITDECODE_PREFILL_MT"
 	// EnvPrefillKS is DecodeTuning.PrefillKS: prefill.cu's warp groups a
 	// CTA that split its key tiles (1 or 2; unset: the planner's, prefillKS).
@@ -199,9 +200,10 @@ type DecodeTuning struct {
 	// below its tile of 64 (32 at D = 256) whose loads it keeps; 0 is the
 	// whole tile.
 	PrefillStep int
-	// PrefillMT is prefill.cu's m16 tiles of query rows a warp (1: v3's 16
-	// rows, 64 a CTA; 2: v4's 32 rows, 128 a CTA), where the head dim
-	// allows it (prefillMT); 0 is the planner's choice.
+	// PrefillMT is prefill.cu's m16 tiles of query rows a warp for every
+	// launch (1: v3's 16 rows, 64 a CTA; 2: v4's 32 rows, 128 a CTA, where
+	// the head dim allows it: prefillMaxMT); 0 is the planner's choice by
+	// launch (prefillLaunchMT).
 	PrefillMT int
 	// PrefillKS is prefill.cu's warp groups a CTA (1: v3's one group of 4
 	// warps; 2: v4's two, each taking every other key tile of the CTA's
