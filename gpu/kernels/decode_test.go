@@ -80,7 +80,7 @@ func (c gpuCase) String() string {
 	if c.softcap != 0 {
 		s += fmt.Sprintf(" softcap=%g", c.softcap)
 	}
-	if c.prefill && c.tune != nil && c.tune.PrefillMT != 0 {
+	if c.tune != nil && c.tune.PrefillMT != 0 {
 		s += fmt.Sprintf(" MT=%d", c.tune.PrefillMT)
 	}
 	return s

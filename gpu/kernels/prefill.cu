@@ -76,6 +76,25 @@
 //      2.2x decode_mma.cu's plan), int4 1794 us (1.05x).
 //      Rejected: the math in steps of 32 or 16 keys (BITDECODE_PREFILL_STEP,
 //      TC): fp16 chunk at 32K 1826 -> 1900 / 2689 us.
+//   v4 (session 29) two m16 tiles a warp (MT = 2, 128 rows a CTA), so each
+//      key and value fragment loaded from shared memory feeds two mmas; the
+//      query in a Q stage in shared memory and the low-bit code words copied
+//      by cp.async into a raw stage (registers for 128 accumulators and 64
+//      scores a lane); two warp groups a CTA splitting its key tiles (KS =
+//      2), merged at the end; MT by launch (prefillLaunchMT: 1 while one
+//      sequence's 64-row CTAs fit one wave). Predicted: 1.2-1.6x the
+//      kernel (toward ~250 TFLOP/s), the 32K prompt toward 2.5-2.7 s.
+//      Measured (bench/results/2026-11-27-prefill-29): MT = 2 alone (KS = 1)
+//      slower than MT = 1 (fp16 chunk at 32K 1513 against 1174 us; the
+//      first code 0.90x main: Llama-3.1-8B's chunk is 128 CTAs of 128 rows,
+//      one 4-warp CTA an SM); with KS = 2, beside main
+//      in one call, fp16 1853 -> 1093 us (1.70x, 252 TFLOP/s), int4 1705 ->
+//      1304 (1.31x), bf16 1.78x, int8 1.71x, D 256 2.9x; no spill beyond 44
+//      bytes (int8 at D 256: 1.2 KB in v3). 32K prompt fp16 3.14 -> 2.39 s,
+//      int4 3.06 -> 2.64 s. Taken apart (call 5): at v3's shape (MT = 1,
+//      KS = 1) this code already runs fp16 1.54x (163 registers instead of
+//      245: the query and code words out of them); MT = 2 with KS = 2 adds
+//      1.07x for fp16, 1.26-1.32x for int4 and int8.
 // Go wrapper and routing: prefill.go (PlanPrefill, PrefillRoute); test:
 // prefill_test.go (against attn.Reference and decode_mma.cu's prefill).
 
