@@ -28,7 +28,10 @@ func prefillRowsOf(mt int) int { return 16 * mt * prefillWarps }
 // (two of v4's 128), 32 of decode_mma.cu's 8-row chunks, each of which
 // re-reads the visible K/V. Below it a launch has too few CTAs to fill the
 // GPU without splitting the keys, which prefill.cu does not (decode_mma.cu's
-// plan splits them).
+// plan splits them). Measured for v4 (H100, Hkv 8, 32K keys): at 512 rows
+// fp16's prefill.cu runs 1.64x the decode plan but int4's 0.55x, at 1024
+// rows 3.2x and 1.07x (docs/perf/prefill.md, "Where the prefill stands":
+// a threshold by format is a lead, held back by the cache tests' chunks).
 const prefillMinRows = 256
 
 // prefillTile returns prefill.cu's key tile TN for head dim d: 64 tokens,
