@@ -80,6 +80,9 @@ func (c gpuCase) String() string {
 	if c.softcap != 0 {
 		s += fmt.Sprintf(" softcap=%g", c.softcap)
 	}
+	if c.tune != nil && c.tune.PrefillMT != 0 {
+		s += fmt.Sprintf(" MT=%d", c.tune.PrefillMT)
+	}
 	return s
 }
 

@@ -9,9 +9,9 @@
 // prefill chunk of Tq tokens times the GQA group. decode_mma.cu takes 8 query
 // rows a CTA (bitdecode.cuh's kQueryRows), so a chunk of 512 tokens at group 4
 // (2048 rows) re-reads the visible K/V 256 times a KV head from L2 (session
-// 28: a 32K prompt's fp16 prefill 5.26 s, ~36 TB of L2 reads). Here a CTA of
-// kWarps warps takes 16·kWarps rows and dequantizes each K and V tile once,
-// into shared memory, for all of them.
+// 28: a 32K prompt's fp16 prefill 5.26 s, ~36 TB of L2 reads). Here a CTA
+// takes 16·MT·kWarps rows and dequantizes each K and V tile once, into
+// shared memory, for all of them.
 //
 // Tensors (the decode kernels', decode.go's DecodeBuffers):
 //   pool   [blocks][Hkv][blockBytes]  packed blocks, kv.MMA order (K half, V half)
@@ -21,29 +21,42 @@
 // Rows: row r of KV head h is query token r / G, head h·G + r % G (G = Hq/Hkv:
 // the decode kernels' mapping; any G, MQA included).
 //
-// Work: a CTA (kWarps = 4 warps) per (row tile of 16·kWarps rows, KV head,
-// sequence); warp w owns rows 16w..16w+15 of the tile. Each lane keeps the
-// warp's query rows as mma.sync.m16n8k16 A fragments (fp16, scale·log2(e)
-// folded in; a bf16 copy for bf16 blocks) and, per key tile of TN tokens:
-//   1. the CTA puts the tile's K and V into shared memory in kv.MMA's fp16
+// Work: a CTA per (row tile of rowsOf<MT>() = 16·MT·kWarps rows, KV head,
+// sequence) of KS warp groups of kWarps = 4 warps; warp w of each group
+// owns rows 16·MT·w .. 16·MT·(w+1) - 1 of the tile, MT m16 tiles (v4: MT =
+// 2 up to D = 128, so each key and value fragment read from shared memory
+// feeds two mmas; 1 at D = 256). The rows' query, as mma.sync.m16n8k16 A
+// fragments (fp16, scale·log2(e) folded in; a bf16 copy for bf16 blocks),
+// lies in the Q stage in shared memory, one 16-byte load per (m16 tile,
+// 16-channel block) (v4: out of registers, which hold the MT tiles'
+// accumulators and scores). Group ks takes key tiles ks, ks + KS, ... of
+// TN tokens (v4: KS = 2, so that a launch of one CTA an SM still runs
+// 8 warps an SM), each with its own two stages; per tile:
+//   1. the group puts the tile's K and V into its stage in kv.MMA's fp16
 //      fragment order (the stage layout below): 16-bit halves and the
 //      residual by cp.async, low-bit halves dequantized once (code·s + z by
-//      one f16x2 fma) from code words loaded a tile ahead into registers;
-//      two stages, so the next tile's loads run under this tile's math;
+//      one f16x2 fma) from code words copied a tile ahead into its raw
+//      stage (cp.async; v2-v3: registers); two stages, so the next tile's
+//      copies run under this tile's math;
 //   2. each warp: S = Q·Kᵀ (the stage's key fragments are S's B operands
 //      as they lie), the soft-cap, the mask (the rows' causal limits, the
 //      window, the tile's end), the online softmax in the log2 domain
 //      (ex2), P from the accumulators straight into A fragments, O += P·V
 //      (the value fragments are its B operands as they lie).
+// At the end group 0 merges the groups' running max, denominators and
+// accumulators of each row in a fixed order (group 1's handed over in
+// shared memory).
 // Packed tokens run first, then the residual's (fp16 tiles), so a tile is
 // of one type. Padding tokens of a tile (past the causal end or the packed
 // part) read finite data of the sequence's blocks and are masked.
 // The output is O / l, rounded to fp16 (and widened to out32 where given).
-// No splits and no atomics: deterministic, and a row's bits depend on its
-// sequence and chunk alone.
+// No splits across CTAs and no atomics: deterministic, and a row's bits
+// depend on its sequence and chunk alone.
 //
-// Tile constants: TN = 64 keys (32 at D = 256: registers); two stages of
-// 2·TN·D fp16 each (64 KiB at D = 128: two CTAs an SM).
+// Tile constants: TN = 64 keys (32 at D = 256: registers); a group's two
+// stages of 2·TN·D fp16 each (64 KiB at D = 128); the Q stage rows·D fp16
+// (32 KiB at D = 128, MT = 2). At D = 128, MT = 2, KS = 2: 160-192 KiB and
+// 256 threads of 255 registers, one CTA an SM.
 //
 // Versions (H100, Llama-3.1-8B shapes, bitdecode run --max-tokens 1, 32K
 // prompt, whole prefill; docs/perf/prefill.md):
@@ -63,6 +76,25 @@
 //      2.2x decode_mma.cu's plan), int4 1794 us (1.05x).
 //      Rejected: the math in steps of 32 or 16 keys (BITDECODE_PREFILL_STEP,
 //      TC): fp16 chunk at 32K 1826 -> 1900 / 2689 us.
+//   v4 (session 29) two m16 tiles a warp (MT = 2, 128 rows a CTA), so each
+//      key and value fragment loaded from shared memory feeds two mmas; the
+//      query in a Q stage in shared memory and the low-bit code words copied
+//      by cp.async into a raw stage (registers for 128 accumulators and 64
+//      scores a lane); two warp groups a CTA splitting its key tiles (KS =
+//      2), merged at the end; MT by launch (prefillLaunchMT: 1 while one
+//      sequence's 64-row CTAs fit one wave). Predicted: 1.2-1.6x the
+//      kernel (toward ~250 TFLOP/s), the 32K prompt toward 2.5-2.7 s.
+//      Measured (bench/results/2026-11-27-prefill-29): MT = 2 alone (KS = 1)
+//      slower than MT = 1 (fp16 chunk at 32K 1513 against 1174 us; the
+//      first code 0.90x main: Llama-3.1-8B's chunk is 128 CTAs of 128 rows,
+//      one 4-warp CTA an SM); with KS = 2, beside main
+//      in one call, fp16 1853 -> 1093 us (1.70x, 252 TFLOP/s), int4 1705 ->
+//      1304 (1.31x), bf16 1.78x, int8 1.71x, D 256 2.9x; no spill beyond 44
+//      bytes (int8 at D 256: 1.2 KB in v3). 32K prompt fp16 3.14 -> 2.39 s,
+//      int4 3.06 -> 2.64 s. Taken apart (call 5): at v3's shape (MT = 1,
+//      KS = 1) this code already runs fp16 1.54x (163 registers instead of
+//      245: the query and code words out of them); MT = 2 with KS = 2 adds
+//      1.07x for fp16, 1.26-1.32x for int4 and int8.
 // Go wrapper and routing: prefill.go (PlanPrefill, PrefillRoute); test:
 // prefill_test.go (against attn.Reference and decode_mma.cu's prefill).
 
@@ -72,7 +104,17 @@ namespace pf {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRows = 16 * kWarps;  // query rows of a CTA
+
+// rowsOf is the query rows of a CTA whose warps own MT m16 tiles each
+// (prefill.go's prefillRowsOf).
+template <int MT>
+constexpr int rowsOf() {
+  return 16 * MT * kWarps;
+}
+
+// kFragBytes is one warp's A (or B) fragment of a 16x16 block in fragment
+// order: 32 lanes of 16 bytes.
+constexpr int kFragBytes = 32 * 16;
 
 // Group is where one 16-token fragment group of a half lives: its codes
 // (kv.MMA order), the half whose (scale, zero) pairs it takes, and its first
@@ -96,16 +138,26 @@ struct Group {
 // 16-bit halves (fp16, bf16, the residual) are copied as they are
 // (cp.async), low-bit halves dequantized once into the same order.
 
-// Quant is the raw code words of the low-bit half (BITS < 16) of one tile
-// that a thread dequantizes: its kUnits units, each one lane's chunk j of a
-// fragment group (the decode kernels' 16-byte loads), loaded a tile ahead.
+// Quant is the geometry of the raw code words of a low-bit half (BITS <
+// 16) of one tile: kUnits units a thread, each one lane's chunk j of a
+// fragment group (the decode kernels' 16-byte loads), copied a tile ahead
+// into the half's raw stage (unit u = tid + k·kThreads at u·kChunk) by the
+// thread that dequantizes it (v4: shared memory, not registers, which the
+// two m16 tiles' accumulators and scores need).
 template <int D, int BITS, int TN>
 struct Quant {
   using F = Frag<D, (BITS < 16 ? BITS : 8)>;
   static constexpr int kWords = F::kChunk / 4;                           // words per unit
   static constexpr int kUnits = (TN / 16 * 32 * F::kChunks) / kThreads;  // units per thread
-  u32 w[(BITS < 16 ? kUnits * kWords : 1)];
+  static constexpr int kBytes = BITS < 16 ? TN * D * BITS / 8 : 0;       // the half's raw stage
 };
+
+// cpAsync8 is cpAsync16 for 8 bytes (cp.async.ca: .cg copies 16 only).
+BD_DEVICE void cpAsync8(void* smem, const void* gmem) {
+  u32 s;
+  asm("{ .reg .u64 a;\n cvta.to.shared.u64 a, %1;\n cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s), "l"(gmem) : "memory");
+}
 
 // unitOf returns unit k of thread tid: its group, chunk and lane.
 template <int D, int BITS>
@@ -117,25 +169,24 @@ BD_DEVICE void unitOf(int k, int tid, int& grp, int& j, int& lane) {
   j = rem / 32, lane = rem % 32;
 }
 
-// fetchQuant loads thread tid's units of a low-bit half (at(grp): the
-// tile's groups) into r.
+// fetchQuant starts the cp.async copies of thread tid's units of a low-bit
+// half (at(grp): the tile's groups) into its raw stage raw (not committed).
 template <int D, int BITS, int TN, typename AT>
-BD_DEVICE void fetchQuant(Quant<D, BITS, TN>& r, AT at, int tid) {
+BD_DEVICE void fetchQuant(u8* __restrict__ raw, AT at, int tid) {
   using F = Frag<D, BITS>;
   using Q = Quant<D, BITS, TN>;
   static_assert((TN / 16 * 32 * F::kChunks) % kThreads == 0, "whole units per thread");
+  static_assert(F::kChunk == 16 || F::kChunk == 8, "16- or 8-byte units");
 #pragma unroll
   for (int k = 0; k < Q::kUnits; k++) {
     int grp, j, lane;
     unitOf<D, BITS>(k, tid, grp, j, lane);
     const u8* p = at(grp).codes + (j * 32 + lane) * F::kChunk;
-    u32* w = &r.w[k * Q::kWords];
+    u8* d = raw + (tid + k * kThreads) * F::kChunk;
     if constexpr (F::kChunk == 16) {
-      ldg128(p, w[0], w[1], w[2], w[3]);
-    } else if constexpr (F::kChunk == 8) {
-      ldg64(p, w[0], w[1]);
+      cpAsync16(d, p);
     } else {
-      w[0] = ldg32(p);
+      cpAsync8(d, p);
     }
   }
 }
@@ -177,20 +228,29 @@ BD_DEVICE void pairParams(const u8* pr, int within, int g, int qd, int blk, int 
 // kv's Dequant to float32, then fp16, rounds twice: within the format's
 // bound), with pairParams' pairs (G: the half's group).
 template <int D, int BITS, int ROLE, bool KC, int G, int TN, typename AT>
-BD_DEVICE void storeQuant(u8* __restrict__ dst, const Quant<D, BITS, TN>& r, AT at, int paramsOff, int tid) {
+BD_DEVICE void storeQuant(u8* __restrict__ dst, const u8* raw, AT at, int paramsOff, int tid) {
   using Q = Quant<D, BITS, TN>;
   constexpr int kRegsPerWord = 16 / BITS;  // f16x2 registers a word of codes unpacks to
 #pragma unroll
   for (int k = 0; k < Q::kUnits; k++) {
     int grp, j, lane;
     unitOf<D, BITS>(k, tid, grp, j, lane);
+    u32 rw[Q::kWords];
+    const u8* ru = raw + (tid + k * kThreads) * Q::F::kChunk;
+    if constexpr (Q::kWords == 4) {
+      const uint4 v = *reinterpret_cast<const uint4*>(ru);
+      rw[0] = v.x, rw[1] = v.y, rw[2] = v.z, rw[3] = v.w;
+    } else {
+      const uint2 v = *reinterpret_cast<const uint2*>(ru);
+      rw[0] = v.x, rw[1] = v.y;
+    }
     const int g = lane / 4, qd = lane % 4;
     const Group gr = at(grp);
     const u8* pr = gr.half + paramsOff;
     u8* gdst = dst + grp * (16 * D * 2);
 #pragma unroll
     for (int ww = 0; ww < Q::kWords; ww++) {
-      const u32 w = r.w[k * Q::kWords + ww], w8 = w >> 8;
+      const u32 w = rw[ww], w8 = w >> 8;
       const int wi = j * Q::kWords + ww;  // the word's index among the lane's
       u32 h[kRegsPerWord];
 #pragma unroll
@@ -232,115 +292,174 @@ BD_DEVICE void copyHalf(u8* __restrict__ dst, AT at, int tid) {
   }
 }
 
-// Rows holds a lane's two query rows (g and g + 8 of its warp's 16): their
-// causal limits (last visible token; INT_MAX past the launch's rows), the
-// online softmax's running max and denominator, and the output
-// accumulators acc[n][e] (channels 8n + 2q + (e & 1), row g + 8·(e >> 1)).
-template <int D>
+// Rows holds a lane's query rows, two per m16 tile of its warp (g and g + 8
+// of tile mt's 16): their causal limits (last visible token; INT_MAX past
+// the launch's rows), the online softmax's running max and denominator, and
+// the output accumulators acc[mt][n][e] (channels 8n + 2q + (e & 1), row
+// g + 8·(e >> 1) of tile mt).
+template <int D, int MT>
 struct Rows {
-  int limit[2];
-  float m[2], l[2];
-  float acc[D / 8][4];
+  int limit[MT][2];
+  float m[MT][2], l[MT][2];
+  float acc[MT][D / 8][4];
 };
 
 // tileStep runs one key tile of TN tokens starting at token tok0 (the stage
-// sK, sV, fragment order) for the warp's 16 rows: S = Q·Kᵀ, the soft-cap,
-// the mask (tokens at or past tEnd, after a row's limit, or span or more
-// before it), the online softmax (log2 domain, ex2), O += P·V. qa: the
-// query A fragments of the tile's type (bf16 where BF). masked: whether
-// any element can be masked (else the tests are skipped).
-template <int D, int TN, bool BF>
-BD_DEVICE void tileStep(Rows<D>& st, const u32 (&qa)[D / 16][4], const u8* sK, const u8* sV, int tok0, int tEnd, int span,
-                        bool masked, int lane) {
+// sK, sV, fragment order) for the warp's 16·MT rows: S = Q·Kᵀ, the
+// soft-cap, the mask (tokens at or past tEnd, after a row's limit, or span
+// or more before it), the online softmax (log2 domain, ex2), O += P·V. sQ:
+// the lane's query A fragments of the tile's type (bf16 where BF) in the Q
+// stage, fragment (mt, kb) at sQ + (mt·D/16 + kb)·kFragBytes. Each key and
+// value fragment loaded from the stage feeds the MT tiles' mmas. masked:
+// whether any element can be masked (else the tests are skipped).
+template <int D, int TN, bool BF, int MT>
+BD_DEVICE void tileStep(Rows<D, MT>& st, const u8* sQ, const u8* sK, const u8* sV, int tok0, int tEnd, int span, bool masked,
+                        int lane) {
   const int qd = lane % 4;
-  float s[TN / 8][4];
+  float s[MT][TN / 8][4];
 #pragma unroll
-  for (int nb = 0; nb < TN / 8; nb++) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+  for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-  for (int gi = 0; gi < TN / 16; gi++)
+    for (int nb = 0; nb < TN / 8; nb++) s[mt][nb][0] = s[mt][nb][1] = s[mt][nb][2] = s[mt][nb][3] = 0.f;
 #pragma unroll
-    for (int kb = 0; kb < D / 16; kb++) {
-      const uint4 a = *reinterpret_cast<const uint4*>(sK + gi * (16 * D * 2) + (kb * 32 + lane) * 16);
-      mmaT<BF>(s[2 * gi], qa[kb], a.x, a.z);
-      mmaT<BF>(s[2 * gi + 1], qa[kb], a.y, a.w);
+  for (int kb = 0; kb < D / 16; kb++) {
+    u32 qa[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      const uint4 f = *reinterpret_cast<const uint4*>(sQ + (mt * (D / 16) + kb) * kFragBytes);
+      qa[mt][0] = f.x, qa[mt][1] = f.y, qa[mt][2] = f.z, qa[mt][3] = f.w;
     }
+#pragma unroll
+    for (int gi = 0; gi < TN / 16; gi++) {
+      const uint4 a = *reinterpret_cast<const uint4*>(sK + gi * (16 * D * 2) + kb * kFragBytes + lane * 16);
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        mmaT<BF>(s[mt][2 * gi], qa[mt], a.x, a.z);
+        mmaT<BF>(s[mt][2 * gi + 1], qa[mt], a.y, a.w);
+      }
+    }
+  }
 #ifdef BD_SOFTCAP
 #pragma unroll
-  for (int nb = 0; nb < TN / 8; nb++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) s[nb][e] = softcapScore(s[nb][e]);
-#endif
-  if (masked) {
+  for (int mt = 0; mt < MT; mt++)
 #pragma unroll
     for (int nb = 0; nb < TN / 8; nb++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int t = tok0 + nb * 8 + 2 * qd + (e & 1), lim = st.limit[e >> 1];
-        if (t >= tEnd || t > lim || lim - t >= span) s[nb][e] = kNegInf;
-      }
+      for (int e = 0; e < 4; e++) s[mt][nb][e] = softcapScore(s[mt][nb][e]);
+#endif
+  if (masked) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int nb = 0; nb < TN / 8; nb++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int t = tok0 + nb * 8 + 2 * qd + (e & 1), lim = st.limit[mt][e >> 1];
+          if (t >= tEnd || t > lim || lim - t >= span) s[mt][nb][e] = kNegInf;
+        }
   }
-  float alpha[2];
+  float alpha[MT][2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float mx = kNegInf;
+  for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int nb = 0; nb < TN / 8; nb++) mx = fmaxf(mx, fmaxf(s[nb][2 * r], s[nb][2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float mNew = fmaxf(st.m[r], mx);
-    if (mNew == kNegInf) {
-      alpha[r] = 1.f;
+    for (int r = 0; r < 2; r++) {
+      float mx = kNegInf;
 #pragma unroll
-      for (int nb = 0; nb < TN / 8; nb++) s[nb][2 * r] = s[nb][2 * r + 1] = 0.f;
-    } else {
-      alpha[r] = ex2(st.m[r] - mNew);
-      float sum = 0.f;
+      for (int nb = 0; nb < TN / 8; nb++) mx = fmaxf(mx, fmaxf(s[mt][nb][2 * r], s[mt][nb][2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mNew = fmaxf(st.m[mt][r], mx);
+      if (mNew == kNegInf) {
+        alpha[mt][r] = 1.f;
 #pragma unroll
-      for (int nb = 0; nb < TN / 8; nb++) {
-        s[nb][2 * r] = ex2(s[nb][2 * r] - mNew);
-        s[nb][2 * r + 1] = ex2(s[nb][2 * r + 1] - mNew);
-        sum += s[nb][2 * r] + s[nb][2 * r + 1];
+        for (int nb = 0; nb < TN / 8; nb++) s[mt][nb][2 * r] = s[mt][nb][2 * r + 1] = 0.f;
+      } else {
+        alpha[mt][r] = ex2(st.m[mt][r] - mNew);
+        float sum = 0.f;
+#pragma unroll
+        for (int nb = 0; nb < TN / 8; nb++) {
+          s[mt][nb][2 * r] = ex2(s[mt][nb][2 * r] - mNew);
+          s[mt][nb][2 * r + 1] = ex2(s[mt][nb][2 * r + 1] - mNew);
+          sum += s[mt][nb][2 * r] + s[mt][nb][2 * r + 1];
+        }
+        st.l[mt][r] = st.l[mt][r] * alpha[mt][r] + sum;
       }
-      st.l[r] = st.l[r] * alpha[r] + sum;
+      st.m[mt][r] = mNew;
     }
-    st.m[r] = mNew;
-  }
 #pragma unroll
-  for (int n = 0; n < D / 8; n++) {
-    st.acc[n][0] *= alpha[0], st.acc[n][1] *= alpha[0];
-    st.acc[n][2] *= alpha[1], st.acc[n][3] *= alpha[1];
-  }
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+      st.acc[mt][n][0] *= alpha[mt][0], st.acc[mt][n][1] *= alpha[mt][0];
+      st.acc[mt][n][2] *= alpha[mt][1], st.acc[mt][n][3] *= alpha[mt][1];
+    }
 #pragma unroll
   for (int kt = 0; kt < TN / 16; kt++) {
-    u32 a[4];
-    a[0] = pack2T<BF>(s[2 * kt][0], s[2 * kt][1]);
-    a[1] = pack2T<BF>(s[2 * kt][2], s[2 * kt][3]);
-    a[2] = pack2T<BF>(s[2 * kt + 1][0], s[2 * kt + 1][1]);
-    a[3] = pack2T<BF>(s[2 * kt + 1][2], s[2 * kt + 1][3]);
+    u32 a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      a[mt][0] = pack2T<BF>(s[mt][2 * kt][0], s[mt][2 * kt][1]);
+      a[mt][1] = pack2T<BF>(s[mt][2 * kt][2], s[mt][2 * kt][3]);
+      a[mt][2] = pack2T<BF>(s[mt][2 * kt + 1][0], s[mt][2 * kt + 1][1]);
+      a[mt][3] = pack2T<BF>(s[mt][2 * kt + 1][2], s[mt][2 * kt + 1][3]);
+    }
 #pragma unroll
     for (int mb = 0; mb < D / 16; mb++) {
-      const uint4 b = *reinterpret_cast<const uint4*>(sV + kt * (16 * D * 2) + (mb * 32 + lane) * 16);
-      mmaT<BF>(st.acc[2 * mb], a, b.x, b.z);
-      mmaT<BF>(st.acc[2 * mb + 1], a, b.y, b.w);
+      const uint4 b = *reinterpret_cast<const uint4*>(sV + kt * (16 * D * 2) + mb * kFragBytes + lane * 16);
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        mmaT<BF>(st.acc[mt][2 * mb], a[mt], b.x, b.z);
+        mmaT<BF>(st.acc[mt][2 * mb + 1], a[mt], b.y, b.w);
+      }
     }
   }
 }
 
-// prefillSmem is the dynamic shared memory of prefill_fa: two stages of a
-// tile's K and V halves, fp16 fragment order (prefill.go's prefillSmem).
-template <int D, int TN>
+// qStageBytes is the Q stage of prefill_fa: the CTA's rows as A fragments
+// (fp16; a bf16 copy after it where BF), rowsOf<MT>()·D·2 bytes a copy.
+template <int D, bool BF, int MT>
+constexpr int qStageBytes() {
+  return (BF ? 2 : 1) * rowsOf<MT>() * D * 2;
+}
+
+// groupSmem is one warp group's shared memory in prefill_fa: two stages of
+// a tile's K and V halves (fp16 fragment order) and the low-bit halves' raw
+// stages.
+template <int D, int KBITS, int VBITS, int TN>
+constexpr int groupSmem() {
+  return 2 * 2 * TN * D * 2 + Quant<D, KBITS, TN>::kBytes + Quant<D, VBITS, TN>::kBytes;
+}
+
+// prefillSmem is the dynamic shared memory of prefill_fa: KS warp groups'
+// groupSmem, then the Q stage (prefill.go's prefillSmem).
+template <int D, int KBITS, int VBITS, int TN, bool BF, int MT, int KS>
 constexpr int prefillSmem() {
-  return 2 * 2 * TN * D * 2;
+  return KS * groupSmem<D, KBITS, VBITS, TN>() + qStageBytes<D, BF, MT>();
+}
+
+// groupSync is the barrier of warp group ks's kThreads threads (named
+// barrier 1 + ks; __syncthreads where the CTA is one group).
+template <int KS>
+BD_DEVICE void groupSync(int ks) {
+  if constexpr (KS == 1) {
+    __syncthreads();
+  } else {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + ks), "n"(kThreads) : "memory");
+  }
 }
 
 // prefill_fa is the kernel (the opening comment). Template: D head dim; KBITS,
 // VBITS 16 (fp16, or bf16 where BF), 8, 4, 2; KC keys per channel; GK, GV
 // the key and value groups (tokens for KC keys, channels otherwise; 1 for
-// 16-bit halves); TN key tile (loads and stages), TC its math's step.
-// Grid (row tiles, Hkv, B), kThreads threads, prefillSmem<D, TN>() bytes of
-// dynamic shared memory.
-template <int D, int KBITS, int VBITS, bool KC, bool BF, int GK, int GV, int TN, int TC>
-__global__ void __launch_bounds__(kThreads) prefill_fa(
+// 16-bit halves); TN key tile (loads and stages), TC its math's step; MT
+// the m16 tiles of query rows a warp owns (rowsOf<MT>() rows a CTA); KS the
+// warp groups of kWarps warps that split the CTA's key tiles (group ks
+// takes tiles ks, ks + KS, ...; v4), each with its own stages, for the same
+// rows, merged at the end.
+// Grid (row tiles, Hkv, B), KS·kThreads threads, prefillSmem<D, KBITS,
+// VBITS, TN, BF, MT, KS>() bytes of dynamic shared memory.
+template <int D, int KBITS, int VBITS, bool KC, bool BF, int GK, int GV, int TN, int TC, int MT, int KS>
+__global__ void __launch_bounds__(KS * kThreads) prefill_fa(
     const u8* __restrict__ pool, const int* __restrict__ blockTable, int maxBlocks,
     const u8* __restrict__ resK, const u8* __restrict__ resV, const int* __restrict__ resSlots,
     const int* __restrict__ lens, const u16* __restrict__ q, u16* __restrict__ out, float* __restrict__ out32,
@@ -348,52 +467,69 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     float scaleLog2, int window) {
   static_assert(!BF || (KBITS == 16 && VBITS == 16), "bf16 blocks are 16-bit");
   static_assert(TN % 16 == 0 && TC % 16 == 0 && TN % TC == 0 && (D / 16) % 2 == 0, "tile shapes");
+  static_assert(MT == 1 || MT == 2, "one or two m16 tiles a warp");
+  static_assert(KS == 1 || KS == 2, "one or two warp groups");
   extern __shared__ __align__(16) u8 smem[];
+  constexpr int kRows = rowsOf<MT>();
   constexpr int kHalfBytes = TN * D * 2;
-  auto stageK = [&](int st) { return smem + st * 2 * kHalfBytes; };
-  auto stageV = [&](int st) { return smem + st * 2 * kHalfBytes + kHalfBytes; };
+  constexpr int kQBytes = kRows * D * 2;  // one copy of the Q stage
 
   const int b = blockIdx.z, h = blockIdx.y;
   const int tileRow = gridDim.x - 1 - blockIdx.x;  // the longest row tiles first
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, qd = lane % 4;
+  // Thread tid of warp group ks (its loads and stages); warp: its rows.
+  const int ks = threadIdx.x / kThreads, tid = threadIdx.x % kThreads;
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, qd = lane % 4;
+  u8* const gsm = smem + ks * groupSmem<D, KBITS, VBITS, TN>();  // the group's stages
+  auto stageK = [&](int st) { return gsm + st * 2 * kHalfBytes; };
+  auto stageV = [&](int st) { return gsm + st * 2 * kHalfBytes + kHalfBytes; };
   const int group = Hq / Hkv, R = group * Tq;
   const int row0 = tileRow * kRows;
   const int L = lens[b];
   const int nrows = min(kRows, R - row0);
+  const int wRow0 = row0 + warp * 16 * MT;  // the warp's first row
 
-  // The warp's query rows as A fragments: a0 (row g, ch 2q, 2q+1), a1 (row
-  // g+8), a2 (row g, ch 2q+8, 2q+9), a3 (row g+8) of each 16-channel block.
-  Rows<D> st;
-  u32 qa[D / 16][4];
-  u32 qb[BF ? D / 16 : 1][4];
-  {
-    float qf[2][D / 16][4];
+  // The warp's query rows as A fragments, a0 (row g, ch 2q, 2q+1), a1 (row
+  // g+8), a2 (row g, ch 2q+8, 2q+9), a3 (row g+8) of each (m16 tile mt,
+  // 16-channel block kb), in the Q stage: lane's fragment (mt, kb) at sQ +
+  // (mt·D/16 + kb)·kFragBytes, one 16-byte load. The stage keeps the query
+  // out of registers; group 0 writes it, and each lane of a group reads
+  // what the same lane of group 0 wrote (the barrier below where KS > 1).
+  u8* const sQ = smem + KS * groupSmem<D, KBITS, VBITS, TN>() + warp * MT * (D / 16) * kFragBytes + lane * 16;
+  Rows<D, MT> st;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-      // Rows g and g + 8 of the warp's 16, as the decode kernels read theirs
-      // (zeros past the launch's R rows).
-      const int r0 = row0 + warp * 16 + 8 * r, row = r0 + g;
-      loadQueryFrag<D>(q, b, Tq, Hq, h, group, r0, R - r0, g, qd, scaleLog2, qf[r]);
-      st.limit[r] = row < R ? L - Tq + row / group : 0x7fffffff;
+      const int row = wRow0 + 16 * mt + 8 * r + g;
+      st.limit[mt][r] = row < R ? L - Tq + row / group : 0x7fffffff;
     }
+    if (ks == 0) {
+      float qf[2][D / 16][4];
+      // Rows g and g + 8 of the tile's 16, as the decode kernels read theirs
+      // (zeros past the launch's R rows).
 #pragma unroll
-    for (int kb = 0; kb < D / 16; kb++) {
-      qa[kb][0] = pack2(qf[0][kb][0], qf[0][kb][1]);
-      qa[kb][1] = pack2(qf[1][kb][0], qf[1][kb][1]);
-      qa[kb][2] = pack2(qf[0][kb][2], qf[0][kb][3]);
-      qa[kb][3] = pack2(qf[1][kb][2], qf[1][kb][3]);
-      if constexpr (BF) {
-        qb[kb][0] = pack2T<true>(qf[0][kb][0], qf[0][kb][1]);
-        qb[kb][1] = pack2T<true>(qf[1][kb][0], qf[1][kb][1]);
-        qb[kb][2] = pack2T<true>(qf[0][kb][2], qf[0][kb][3]);
-        qb[kb][3] = pack2T<true>(qf[1][kb][2], qf[1][kb][3]);
+      for (int r = 0; r < 2; r++) {
+        const int r0 = wRow0 + 16 * mt + 8 * r;
+        loadQueryFrag<D>(q, b, Tq, Hq, h, group, r0, R - r0, g, qd, scaleLog2, qf[r]);
+      }
+#pragma unroll
+      for (int kb = 0; kb < D / 16; kb++) {
+        u8* f = sQ + (mt * (D / 16) + kb) * kFragBytes;
+        *reinterpret_cast<uint4*>(f) = make_uint4(pack2(qf[0][kb][0], qf[0][kb][1]), pack2(qf[1][kb][0], qf[1][kb][1]),
+                                                  pack2(qf[0][kb][2], qf[0][kb][3]), pack2(qf[1][kb][2], qf[1][kb][3]));
+        if constexpr (BF) {
+          *reinterpret_cast<uint4*>(f + kQBytes) =
+              make_uint4(pack2T<true>(qf[0][kb][0], qf[0][kb][1]), pack2T<true>(qf[1][kb][0], qf[1][kb][1]),
+                         pack2T<true>(qf[0][kb][2], qf[0][kb][3]), pack2T<true>(qf[1][kb][2], qf[1][kb][3]));
+        }
       }
     }
-  }
-  st.m[0] = st.m[1] = kNegInf;
-  st.l[0] = st.l[1] = 0.f;
+    st.m[mt][0] = st.m[mt][1] = kNegInf;
+    st.l[mt][0] = st.l[mt][1] = 0.f;
 #pragma unroll
-  for (int n = 0; n < D / 8; n++) st.acc[n][0] = st.acc[n][1] = st.acc[n][2] = st.acc[n][3] = 0.f;
+    for (int n = 0; n < D / 8; n++) st.acc[mt][n][0] = st.acc[mt][n][1] = st.acc[mt][n][2] = st.acc[mt][n][3] = 0.f;
+  }
+  if constexpr (KS > 1) __syncthreads();  // the Q stage written
 
   // The CTA's visible range: up to its last row's limit; from its first
   // row's window start (rounded down to a fragment group).
@@ -403,7 +539,7 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
   const int tBegin = window > 0 ? max(0, L - Tq + row0 / group - window + 1) / 16 * 16 : 0;
   // A warp's tile needs the mask unless every one of its rows sees the
   // whole tile: from its last row's window start to its first row's limit.
-  const int wRow0 = row0 + warp * 16, wRowN = min(R, wRow0 + 16) - 1;
+  const int wRowN = min(R, wRow0 + 16 * MT) - 1;
   const int wSeeTo = wRow0 < R ? L - Tq + wRow0 / group : -1;
   const int wSeeFrom = window > 0 && wRow0 < R ? L - Tq + wRowN / group - window + 1 : -0x7fffffff;
   const int nPacked = L / Nr, packedEnd = nPacked * Nr;
@@ -429,10 +565,12 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     const int within = min(tok0 - packedEnd + grp * 16, Nr - 16);
     return Group{res + resOff + size_t(within) * D * 2, nullptr, within};
   };
-  Quant<D, KBITS, TN> rawK;
-  Quant<D, VBITS, TN> rawV;
-  // fetch starts tile ti's loads into stage sg: cp.async for 16-bit
-  // halves, registers (rawK, rawV) for low-bit ones.
+  // The low-bit halves' raw stages (after the group's K/V stages): its next
+  // tile's code words, copied while this tile's math runs.
+  u8* const rawK = gsm + 4 * kHalfBytes;
+  u8* const rawV = rawK + Quant<D, KBITS, TN>::kBytes;
+  // fetch starts tile ti's copies: into stage sg for 16-bit halves, into
+  // the raw stages for low-bit ones.
   auto fetch = [&](int ti, int sg) {
     const int tok0 = tileTok(ti);
     if (ti < nT0) {
@@ -446,17 +584,18 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
     }
     cpAsyncCommit();
   };
+  // Group ks's tiles: ti = ks + KS·j, its stage j & 1.
   const int nTiles = nT0 + nT1;
-  if (nTiles > 0) fetch(0, 0);
-  for (int ti = 0; ti < nTiles; ti++) {
-    const int sg = ti & 1, tok0 = tileTok(ti);
-    if (ti < nT0) {  // the low-bit halves of tile ti, from registers (stage sg was last read two tiles ago)
+  if (ks < nTiles) fetch(ks, 0);
+  for (int ti = ks, j = 0; ti < nTiles; ti += KS, j++) {
+    const int sg = j & 1, tok0 = tileTok(ti);
+    cpAsyncWait<0>();  // tile ti's copies (this thread's: its raw units too)
+    if (ti < nT0) {  // the low-bit halves of tile ti, from this thread's raw units (stage sg was last read two tiles ago)
       if constexpr (KBITS < 16) storeQuant<D, KBITS, 0, KC, GK, TN>(stageK(sg), rawK, [&](int grp) { return packedAt(tok0, grp, 0); }, kParamsOff, tid);
       if constexpr (VBITS < 16) storeQuant<D, VBITS, 1, false, GV, TN>(stageV(sg), rawV, [&](int grp) { return packedAt(tok0, grp, 1); }, vParamsOff, tid);
     }
-    cpAsyncWait<0>();
-    __syncthreads();  // stage sg complete; every warp done with tile ti - 1 (stage sg ^ 1)
-    if (ti + 1 < nTiles) fetch(ti + 1, sg ^ 1);
+    groupSync<KS>(ks);  // stage sg complete; every warp of the group done with its tile before (stage sg ^ 1)
+    if (ti + KS < nTiles) fetch(ti + KS, sg ^ 1);
     if (wRow0 >= R) continue;  // a warp past the launch's rows (its rows are not written)
     const int to = ti < nT0 ? to0 : tEnd;
     // The tile's math in steps of TC keys (each its own online-softmax
@@ -469,35 +608,79 @@ __global__ void __launch_bounds__(kThreads) prefill_fa(
       const u8* sVc = stageV(sg) + c0 / 16 * (16 * D * 2);
       if constexpr (BF) {
         if (ti < nT0) {
-          tileStep<D, TC, true>(st, qb, sKc, sVc, t0, to, span, masked, lane);
+          tileStep<D, TC, true, MT>(st, sQ + kQBytes, sKc, sVc, t0, to, span, masked, lane);
           continue;
         }
       }
-      tileStep<D, TC, false>(st, qa, sKc, sVc, t0, to, span, masked, lane);
+      tileStep<D, TC, false, MT>(st, sQ, sKc, sVc, t0, to, span, masked, lane);
+    }
+  }
+  if constexpr (KS > 1) {
+    // The groups' partial softmaxes of the same rows, merged by group 0 in
+    // a fixed order (deterministic): m = max(m0, m1), l and acc the sums of
+    // each group's scaled by ex2(m_k - m). Group 1 hands its state over in
+    // the stages, element e of thread tid at (e·kThreads + tid)·4 bytes.
+    static_assert(KS == 2, "the merge is of two groups");
+    constexpr int kState = MT * 2 * 2 + MT * D / 8 * 4;  // floats a thread: m, l, acc
+    static_assert(kState * kThreads * 4 <= KS * groupSmem<D, KBITS, VBITS, TN>(), "the state fits the stages");
+    float* x = reinterpret_cast<float*>(smem) + tid;
+    __syncthreads();  // every group done with its stages
+    if (ks == 1) {
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+          x[(mt * 2 + r) * kThreads] = st.m[mt][r];
+          x[(MT * 2 + mt * 2 + r) * kThreads] = st.l[mt][r];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) x[(MT * 4 + (mt * D / 8 + n) * 4 + e) * kThreads] = st.acc[mt][n][e];
+      }
+    }
+    __syncthreads();
+    if (ks == 1) return;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      float a0[2], a1[2];
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        const float m1 = x[(mt * 2 + r) * kThreads], l1 = x[(MT * 2 + mt * 2 + r) * kThreads];
+        const float m = fmaxf(st.m[mt][r], m1);
+        // ex2(-inf) = 0: a group that saw none of the row's keys adds nothing.
+        a0[r] = ex2(st.m[mt][r] - m), a1[r] = ex2(m1 - m);
+        st.l[mt][r] = st.l[mt][r] * a0[r] + l1 * a1[r];
+      }
+#pragma unroll
+      for (int n = 0; n < D / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          st.acc[mt][n][e] = st.acc[mt][n][e] * a0[e >> 1] + x[(MT * 4 + (mt * D / 8 + n) * 4 + e) * kThreads] * a1[e >> 1];
     }
   }
   if (wRow0 >= R) return;
   // Denominators over the quad, then O / l to out (fp16) and out32.
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], 1);
-    st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], 2);
-  }
+  for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = wRow0 + g + 8 * r;
-    if (row >= R) continue;
-    const float inv = 1.f / st.l[r];
-    const int i = row / group, hq = h * group + row % group;
-    const size_t o = ((size_t(b) * Tq + i) * Hq + hq) * D;
+    for (int r = 0; r < 2; r++) {
+      float l = st.l[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = wRow0 + 16 * mt + g + 8 * r;
+      if (row >= R) continue;
+      const float inv = 1.f / l;
+      const int i = row / group, hq = h * group + row % group;
+      const size_t o = ((size_t(b) * Tq + i) * Hq + hq) * D;
 #pragma unroll
-    for (int n = 0; n < D / 8; n++) {
-      const int c = 8 * n + 2 * qd;
-      const u32 hv = pack2(st.acc[n][2 * r] * inv, st.acc[n][2 * r + 1] * inv);
-      *reinterpret_cast<u32*>(&out[o + c]) = hv;
-      if (out32 != nullptr) *reinterpret_cast<float2*>(&out32[o + c]) = h2x2(hv);
+      for (int n = 0; n < D / 8; n++) {
+        const int c = 8 * n + 2 * qd;
+        const u32 hv = pack2(st.acc[mt][n][2 * r] * inv, st.acc[mt][n][2 * r + 1] * inv);
+        *reinterpret_cast<u32*>(&out[o + c]) = hv;
+        if (out32 != nullptr) *reinterpret_cast<float2*>(&out32[o + c]) = h2x2(hv);
+      }
     }
-  }
 }
 
 }  // namespace pf

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
 )
@@ -13,21 +14,28 @@ var prefillSource string
 
 // Tile constants of prefill.cu (kept equal to its constexprs).
 const (
-	// prefillRows is pf::kRows: query rows of one CTA (4 warps of 16).
-	prefillRows    = 64
-	prefillThreads = 128
+	// prefillWarps is pf::kWarps: the warps of a CTA.
+	prefillWarps   = 4
+	prefillThreads = 32 * prefillWarps
 )
 
+// prefillRowsOf is pf::rowsOf<MT>: the query rows of a CTA whose warps own
+// mt m16 tiles each (64 at mt = 1, 128 at mt = 2).
+func prefillRowsOf(mt int) int { return 16 * mt * prefillWarps }
+
 // prefillMinRows is the fewest query rows a KV head (Tq times the GQA
-// group) that PrefillRoute sends to prefill.cu: four of its row tiles, 32
-// of decode_mma.cu's 8-row chunks, each of which re-reads the visible K/V.
-// Below it a launch has too few CTAs to fill the GPU without splitting the
-// keys, which prefill.cu does not (decode_mma.cu's plan splits them).
-const prefillMinRows = 4 * prefillRows
+// group) that PrefillRoute sends to prefill.cu: four of v3's 64-row tiles
+// (two of v4's 128), 32 of decode_mma.cu's 8-row chunks, each of which
+// re-reads the visible K/V. Below it a launch has too few CTAs to fill the
+// GPU without splitting the keys, which prefill.cu does not (decode_mma.cu's
+// plan splits them). Measured for v4 (H100, Hkv 8, 32K keys): at 512 rows
+// fp16's prefill.cu runs 1.64x the decode plan but int4's 0.55x, at 1024
+// rows 3.2x and 1.07x (docs/perf/prefill.md, "Where the prefill stands":
+// a threshold by format is a lead, held back by the cache tests' chunks).
+const prefillMinRows = 256
 
 // prefillTile returns prefill.cu's key tile TN for head dim d: 64 tokens,
-// 32 at D = 256 (its accumulators and query fragments take twice the
-// registers).
+// 32 at D = 256 (its accumulators take twice the registers).
 func prefillTile(d int) int {
 	if d >= 256 {
 		return 32
@@ -35,9 +43,73 @@ func prefillTile(d int) int {
 	return 64
 }
 
-// prefillSmem is prefill.cu's prefillSmem<D, TN>: two stages of a tile's K
-// and V in fp16 (64 KiB at D = 128: two CTAs an SM).
-func prefillSmem(d int) int { return 2 * 2 * prefillTile(d) * d * 2 }
+// prefillMaxMT returns the most m16 tiles a warp (prefill.cu's template
+// MT) of layout l's kernels under tuning t: 2 (v4: each key and value
+// fragment read from shared memory feeds two tiles' mmas) up to D = 128,
+// whose 128 output accumulators and 64 scores a lane fit its 255
+// registers; 1 at D = 256, where two tiles' accumulators alone would be 256
+// registers a lane, or where t.PrefillMT (BITDECODE_PREFILL_MT) asks for 1.
+func prefillMaxMT(l DecodeLayout, t DecodeTuning) int {
+	if l.D >= 256 || t.PrefillMT == 1 {
+		return 1
+	}
+	return 2
+}
+
+// prefillLaunchMT returns the MT of a launch whose KV heads hold rows query
+// rows each (Tq times the group), hkv KV heads a sequence, on a GPU of sms
+// SMs, from a plan whose kernels go up to maxMT (t.PrefillMT = 2 asks for
+// maxMT always): 1 where one sequence's CTAs at MT = 1 (ceil(rows/64)·hkv)
+// fit one wave, which at MT = 2 would leave half the SMs idle; else maxMT.
+// H100, Llama-3.1-8B's heads, fp16 at 32K keys (BenchmarkPrefillAttention,
+// bench/results/2026-11-27-prefill-29/call2): Tq 128 and 256 (64 and 128
+// CTAs at MT = 1) 616 and 623 us at MT = 1, 1083 and 1127 at MT = 2; Tq 512
+// (256 CTAs at MT = 1, two waves) 1205 at MT = 1, 1095 at MT = 2. The
+// choice depends on one sequence's shape, not on the launch's B: a row's
+// bits depend on its sequence and chunk alone.
+func prefillLaunchMT(maxMT, rows, hkv, sms int, t DecodeTuning) int {
+	if maxMT == 1 || t.PrefillMT == 2 {
+		return maxMT
+	}
+	if (rows+prefillRowsOf(1)-1)/prefillRowsOf(1)*hkv <= sms {
+		return 1
+	}
+	return maxMT
+}
+
+// prefillKS returns prefill.cu's warp groups a CTA (its template KS) under
+// tuning t: 2 (v4), two groups of prefillWarps warps that take every
+// other key tile of the CTA's rows, each with its own stages, merged at
+// the end, so that a launch of as many CTAs as SMs (Llama-3.1-8B's
+// 512-token chunk: 16 row tiles of 128 rows times 8 KV heads) still runs
+// 8 warps an SM; t.PrefillKS (BITDECODE_PREFILL_KS) can ask for 1.
+func prefillKS(t DecodeTuning) int {
+	if t.PrefillKS == 1 {
+		return 1
+	}
+	return 2
+}
+
+// prefillSmem is prefill.cu's prefillSmem<D, KBITS, VBITS, TN, BF, MT, KS>
+// for layout l: each of the ks warp groups' two stages of a tile's K and V
+// in fp16 (64 KiB at D = 128) and the raw stage of a tile's low-bit
+// halves' code words, then the Q stage of the CTA's rows in fp16 (and
+// again in bf16 for bf16 blocks). At D = 128, mt = 2, ks = 2: fp16 160 KiB,
+// int8 192 KiB (one CTA an SM: its 256 threads take the registers).
+func prefillSmem(l DecodeLayout, mt, ks int) int {
+	tn := prefillTile(l.D)
+	group := 2 * 2 * tn * l.D * 2
+	for _, bits := range []int{l.KBits, l.VBits} {
+		if bits < 16 {
+			group += tn * l.D * bits / 8
+		}
+	}
+	q := prefillRowsOf(mt) * l.D * 2
+	if l.BF16 {
+		q *= 2
+	}
+	return ks*group + q
+}
 
 // PrefillReads reports whether prefill.cu reads layout l: every layout the
 // tensor-core decode kernels read (fp16, bf16, int8, int4, int2 halves, keys
@@ -48,18 +120,6 @@ func PrefillReads(l DecodeLayout) bool {
 	return l.check() == nil && l.Nr%16 == 0 && (!l.BF16 || l.KBits == 16 && l.VBits == 16)
 }
 
-// prefillFaster reports whether prefill.cu measured faster than (or was not
-// measured against) decode_mma.cu's prefill plan for layout l: every layout
-// but 8-bit halves at D = 256, whose prefill.cu kernel spills 1.2 KB a thread
-// (255 registers) and took 0.85-0.91x decode_mma.cu's speed (H100, one
-// 512-token chunk at 4K and 32K tokens; BenchmarkPrefillAttention,
-// bench/results/2026-11-27-prefill-28/call4). Every other measured layout
-// was 1.05-2.7x faster there (docs/perf/prefill.md); the unmeasured ones
-// (bf16, int2 and the mixes at D = 64 and 256, k8v4) take prefill.cu too.
-func prefillFaster(l DecodeLayout) bool {
-	return !(l.D == 256 && (l.KBits == 8 || l.VBits == 8))
-}
-
 // PrefillRoute is the routing of a prefill launch of shape s over layout l:
 // true sends it to prefill.cu (PrefillPlan), false to decode_mma.cu's plan
 // with Tq > 1 (DecodePlan), as before session 28. prefill.cu takes a launch
@@ -67,31 +127,39 @@ func prefillFaster(l DecodeLayout) bool {
 // group: a 512-token chunk of Llama-3.1-8B is 2048), of a layout it reads
 // (PrefillReads); the decode plan takes the rest: decode steps, short
 // chunks (whose few row tiles would leave SMs idle without a split of the
-// keys), anything prefill.cu does not read, and the layouts where it
-// measured slower (prefillFaster). A caller that needs a
+// keys) and anything prefill.cu does not read. (v3's prefillFaster also
+// kept 8-bit halves at D = 256 on the decode plan, where v3 spilled 1.2 KB
+// a thread and ran 0.85-0.91x its speed; v4 spills none there and runs
+// 3.4x: bench/results/2026-11-27-prefill-29/call2.) A caller that needs a
 // prefill's bits to equal the decode kernel's (none does: the
 // batch-invariant cache keeps the decode plan to stay as it was measured)
 // does not call it.
 func PrefillRoute(l DecodeLayout, s DecodeShape) bool {
-	if !PrefillReads(l) || !prefillFaster(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
+	if !PrefillReads(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
 		return false
 	}
 	return s.Hq/s.Hkv*s.Tq >= prefillMinRows
 }
 
 // PrefillPlan is prefill.cu compiled for one layout and shape: one launch,
-// no workspace.
+// no workspace; its kernels at MT = 1 up to maxMT, each launch taking one
+// (prefillLaunchMT).
 type PrefillPlan struct {
 	layout  DecodeLayout
 	shape   DecodeShape
-	fn      cuda.Function
-	smem    int // dynamic shared memory (prefillSmem)
+	tuning  DecodeTuning
+	maxMT   int
+	fn      [2]cuda.Function // by MT - 1
+	smem    [2]int           // dynamic shared memory by MT - 1 (prefillSmem)
+	threads int              // prefillThreads times the warp groups (prefillKS)
+	sms     int              // the device's SMs (prefillLaunchMT)
 	noOut32 bool
 }
 
 // PlanPrefill compiles (on first use) prefill.cu for layout l and shape s
 // (B, Hq, Hkv, the most query tokens Tq, MaxBlocks, MaxL and the soft-cap;
-// splits are not read), tuned by t (its Ptxas report and NoOut32).
+// splits are not read), tuned by t (its Ptxas report, NoOut32, PrefillStep,
+// PrefillMT and PrefillKS).
 func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning) (*PrefillPlan, error) {
 	if err := l.check(); err != nil {
 		return nil, err
@@ -117,19 +185,26 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	if t.PrefillStep > 0 && t.PrefillStep < tn {
 		tc = t.PrefillStep
 	}
-	expr := fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc)
-	prog := program("prefill.cu", prefillSource, []string{expr}, nil)
+	ks := prefillKS(t)
+	p := &PrefillPlan{layout: l, shape: s, tuning: t, maxMT: prefillMaxMT(l, t), threads: prefillThreads * ks, sms: dev.SMs(), noOut32: t.NoOut32}
+	exprs := make([]string, p.maxMT)
+	for i := range exprs {
+		exprs[i] = fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc, i+1, ks)
+	}
+	prog := program("prefill.cu", prefillSource, exprs, nil)
 	softcapOptions(&prog, s.Softcap)
-	mod, err := compileReporting(dev, prog, t.Ptxas, expr)
+	mod, err := compileReporting(dev, prog, t.Ptxas, strings.Join(exprs, ", "))
 	if err != nil {
 		return nil, err
 	}
-	p := &PrefillPlan{layout: l, shape: s, smem: prefillSmem(l.D), noOut32: t.NoOut32}
-	if p.fn, err = mod.Function(expr); err != nil {
-		return nil, err
-	}
-	if err := dev.Do(func(c *cuda.Ctx) error { return c.SetMaxDynamicShared(p.fn, p.smem) }); err != nil {
-		return nil, fmt.Errorf("kernels: prefill %s: %w", expr, err)
+	for i, expr := range exprs {
+		p.smem[i] = prefillSmem(l, i+1, ks)
+		if p.fn[i], err = mod.Function(expr); err != nil {
+			return nil, err
+		}
+		if err := dev.Do(func(c *cuda.Ctx) error { return c.SetMaxDynamicShared(p.fn[i], p.smem[i]) }); err != nil {
+			return nil, fmt.Errorf("kernels: prefill %s: %w", expr, err)
+		}
 	}
 	return p, nil
 }
@@ -166,8 +241,9 @@ func (p *PrefillPlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, 
 		out32 = 0
 	}
 	rows := s.Hq / s.Hkv * s.Tq
-	grid := cuda.Dim3{X: (rows + prefillRows - 1) / prefillRows, Y: s.Hkv, Z: s.B}
-	return c.Launch(p.fn, grid, cuda.Dim3{X: prefillThreads}, p.smem, st,
+	mt := prefillLaunchMT(p.maxMT, rows, s.Hkv, p.sms, p.tuning)
+	grid := cuda.Dim3{X: (rows + prefillRowsOf(mt) - 1) / prefillRowsOf(mt), Y: s.Hkv, Z: s.B}
+	return c.Launch(p.fn[mt-1], grid, cuda.Dim3{X: p.threads}, p.smem[mt-1], st,
 		b.Pool, b.BlockTable, int32(s.MaxBlocks), b.ResK, b.ResV, b.ResSlots, b.Lens, b.Q, b.Out, out32,
 		int32(s.Hq), int32(s.Hkv), int32(s.Tq), int32(l.Nr), int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff),
 		int32(max(l.GK, 1)), int32(max(l.GV, 1)), float32(float64(scale)*log2e), int32(s.Window))

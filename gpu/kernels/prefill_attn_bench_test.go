@@ -2,6 +2,8 @@ package kernels_test
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -10,8 +12,10 @@ import (
 )
 
 // BenchmarkPrefillAttention times one prefill chunk's attention the way
-// kvcache/gpukv's Paged launches it: Tq = 512 new tokens at the end of a
-// sequence of L tokens (the chunk's keys included), one sequence, through
+// kvcache/gpukv's Paged launches it: Tq = 512 new tokens (and 128 and 256
+// for two formats: a prompt's short last chunk, where PrefillRoute's
+// prefillMinRows draws its line) at the end of a sequence of L tokens (the
+// chunk's keys included), one sequence, through
 // prefill.cu (PlanPrefill) and through decode_mma.cu's prefill plan (the
 // cache's before session 28: DecodeAuto, splits of 8192 tokens), for
 // formats and head dims PrefillRoute sends to prefill.cu. The pool holds
@@ -20,27 +24,44 @@ import (
 // machine:
 //
 //	./kernels.test -test.run '^$' -test.bench PrefillAttention -test.benchtime 1x
+//
+// envBenchPrefillCases, where set, keeps only the cases it names
+// (comma-separated format/D/Tq/L, e.g. fp16/128/512/32768: one kernel to
+// profile).
 func BenchmarkPrefillAttention(b *testing.B) {
 	d, ops := opsSetup(b)
 	type bcase struct {
-		spec        string
-		hq, hkv, dd int
+		spec            string
+		hq, hkv, dd, tq int
 	}
 	var cases []bcase
 	for _, spec := range []string{"fp16", "bf16", "int8", "int4", "int4:kt32:v32", "int2", "k4v2"} {
-		cases = append(cases, bcase{spec, 32, 8, 128})
+		cases = append(cases, bcase{spec, 32, 8, 128, 512})
 	}
 	for _, spec := range []string{"fp16", "int8", "int4"} {
-		cases = append(cases, bcase{spec, 32, 8, 64}, bcase{spec, 16, 8, 256})
+		cases = append(cases, bcase{spec, 32, 8, 64, 512}, bcase{spec, 16, 8, 256, 512})
 	}
-	const tq = 512
-	fmt.Printf("prefill step %d (0: the tile)\n%-16s %4s %6s %12s %12s %8s\n", tuning.Decode.PrefillStep, "format", "D", "L", "decode us", "prefill us", "speedup")
+	for _, tq := range []int{128, 256} {
+		cases = append(cases, bcase{"fp16", 32, 8, 128, tq}, bcase{"int4", 32, 8, 128, tq})
+	}
+	keep := map[string]bool{}
+	if v := os.Getenv(envBenchPrefillCases); v != "" {
+		for _, c := range strings.Split(v, ",") {
+			keep[strings.TrimSpace(c)] = true
+		}
+	}
+	fmt.Printf("prefill step %d (0: the tile), MT %d (0: the planner's)\n%-16s %4s %4s %6s %12s %12s %8s\n", tuning.Decode.PrefillStep, tuning.Decode.PrefillMT,
+		"format", "D", "Tq", "L", "decode us", "prefill us", "speedup")
 	for _, c := range cases {
+		tq := c.tq
 		lay, err := kernels.LayoutFor(kv.MustResolve(c.spec, c.dd).WithOrder(kv.MMA))
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, l := range []int{4096, 32768} {
+			if len(keep) > 0 && !keep[fmt.Sprintf("%s/%d/%d/%d", c.spec, c.dd, tq, l)] {
+				continue
+			}
 			nr := lay.Nr
 			blocks := l / nr
 			pool := benchAlloc(b, d, blocks*c.hkv*lay.BlockBytes+16)
@@ -96,7 +117,11 @@ func BenchmarkPrefillAttention(b *testing.B) {
 			dus := time(func(x *cuda.Ctx) error { return dp.Launch(x, d.Stream(), bufs, 0) })
 			pus := time(func(x *cuda.Ctx) error { return pp.Launch(x, d.Stream(), bufs, 0) })
 			dp.Close()
-			fmt.Printf("%-16s %4d %6d %12.1f %12.1f %8.2f\n", c.spec, c.dd, l, dus, pus, dus/pus)
+			fmt.Printf("%-16s %4d %4d %6d %12.1f %12.1f %8.2f\n", c.spec, c.dd, tq, l, dus, pus, dus/pus)
 		}
 	}
 }
+
+// envBenchPrefillCases names BenchmarkPrefillAttention's cases to run
+// (format/D/Tq/L, comma-separated; unset: all).
+const envBenchPrefillCases = "BITDECODE_BENCH_PREFILL_CASES"

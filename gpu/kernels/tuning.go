@@ -70,6 +70,13 @@ const (
 	// EnvPrefillStep is DecodeTuning.PrefillStep: prefill.cu's math step
 	// in keys (16 or 32; unset or 64: the whole 64-key tile).
 	EnvPrefillStep = "BITDECODE_PREFILL_STEP"
+	// EnvPrefillMT is DecodeTuning.PrefillMT: prefill.cu's m16 tiles of
+	// query rows a warp, for every launch (1 or 2; unset: the planner's
+	// choice by launch, prefillLaunchMT).
+	EnvPrefillMT = "BITDECODE_PREFILL_MT"
+	// EnvPrefillKS is DecodeTuning.PrefillKS: prefill.cu's warp groups a
+	// CTA that split its key tiles (1 or 2; unset: the planner's, prefillKS).
+	EnvPrefillKS = "BITDECODE_PREFILL_KS"
 	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
 	// start after the kernel ahead (the KV append or pack). "early" and
 	// "wait" run both as programmatic dependents, reading the blocks packed
@@ -193,6 +200,15 @@ type DecodeTuning struct {
 	// below its tile of 64 (32 at D = 256) whose loads it keeps; 0 is the
 	// whole tile.
 	PrefillStep int
+	// PrefillMT is prefill.cu's m16 tiles of query rows a warp for every
+	// launch (1: v3's 16 rows, 64 a CTA; 2: v4's 32 rows, 128 a CTA, where
+	// the head dim allows it: prefillMaxMT); 0 is the planner's choice by
+	// launch (prefillLaunchMT).
+	PrefillMT int
+	// PrefillKS is prefill.cu's warp groups a CTA (1: v3's one group of 4
+	// warps; 2: v4's two, each taking every other key tile of the CTA's
+	// rows, merged at the end); 0 is the planner's choice (prefillKS).
+	PrefillKS int
 	// PDL is how the tensor-core kernels start after the kernel ahead of
 	// them on the stream (session 17); the zero value PDLAuto is the
 	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
@@ -521,6 +537,22 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			}
 		default:
 			p.fail(EnvPrefillStep, v, "16, 32 or 64")
+		}
+	}
+	if v, ok := p.get(EnvPrefillMT); ok {
+		switch v {
+		case "1", "2":
+			d.PrefillMT, _ = strconv.Atoi(v)
+		default:
+			p.fail(EnvPrefillMT, v, "1 or 2")
+		}
+	}
+	if v, ok := p.get(EnvPrefillKS); ok {
+		switch v {
+		case "1", "2":
+			d.PrefillKS, _ = strconv.Atoi(v)
+		default:
+			p.fail(EnvPrefillKS, v, "1 or 2")
 		}
 	}
 	if v, ok := p.get(EnvDecodePDL); ok {
