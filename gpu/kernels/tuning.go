@@ -539,22 +539,8 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 			p.fail(EnvPrefillStep, v, "16, 32 or 64")
 		}
 	}
-	if v, ok := p.get(EnvPrefillMT); ok {
-		switch v {
-		case "1", "2":
-			d.PrefillMT, _ = strconv.Atoi(v)
-		default:
-			p.fail(EnvPrefillMT, v, "1 or 2")
-		}
-	}
-	if v, ok := p.get(EnvPrefillKS); ok {
-		switch v {
-		case "1", "2":
-			d.PrefillKS, _ = strconv.Atoi(v)
-		default:
-			p.fail(EnvPrefillKS, v, "1 or 2")
-		}
-	}
+	d.PrefillMT = p.intIn(EnvPrefillMT, []int{1, 2}, "1 or 2")
+	d.PrefillKS = p.intIn(EnvPrefillKS, []int{1, 2}, "1 or 2")
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)
 		if i < 0 {
