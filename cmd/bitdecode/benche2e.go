@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/engine"
+	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/kv"
 )
 
@@ -17,6 +18,7 @@ import (
 const e2eQuickTokens = 256
 
 type benchE2EFlags struct {
+	weightFlags
 	modelDir, kvs, prompt, device *string
 	tokens, tp                    *int
 	quick                         *bool
@@ -24,13 +26,14 @@ type benchE2EFlags struct {
 
 func addBenchE2EFlags(fs *flag.FlagSet) benchE2EFlags {
 	return benchE2EFlags{
-		modelDir: fs.String("model", "", modelHelp+" (default: the embedded model)"),
-		kvs:      fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
-		prompt:   fs.String("prompt", "func main() {", "prompt text"),
-		device:   fs.String("device", "cpu", "where the layers run: cpu, cuda, or auto"),
-		tp:       addTPFlag(fs),
-		tokens:   fs.Int("tokens", 0, "new tokens per format (default: fill the model's context; 256 with --quick)"),
-		quick:    fs.Bool("quick", false, "256 new tokens"),
+		weightFlags: addWeightFlags(fs),
+		modelDir:    fs.String("model", "", modelHelp+" (default: the embedded model)"),
+		kvs:         fs.String("kv", "fp16,int8,int4,int2", "comma-separated KV format specs; the first is the baseline"),
+		prompt:      fs.String("prompt", "func main() {", "prompt text"),
+		device:      fs.String("device", "cpu", "where the layers run: cpu, cuda, or auto"),
+		tp:          addTPFlag(fs),
+		tokens:      fs.Int("tokens", 0, "new tokens per format (default: fill the model's context; 256 with --quick)"),
+		quick:       fs.Bool("quick", false, "256 new tokens"),
 	}
 }
 
@@ -62,7 +65,7 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	if *f.tokens < 0 {
 		return usageErrorf("--tokens %d: want a positive count", *f.tokens)
 	}
-	o, err := openOptions(*f.modelDir, *f.device, *f.tp, weightFlags{}, stderr, false)
+	o, err := openOptions(*f.modelDir, *f.device, *f.tp, f.weightFlags, stderr, false)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,8 @@ func runBenchE2E(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fmt.Fprintf(stderr, "bench e2e: %s, %d prompt + %d new tokens, greedy, per KV format: %s\n", name, len(ids), n, *f.kvs)
+	wm := model.WeightMemoryOf(lm.Model)
+	fmt.Fprintf(stderr, "bench e2e: %s (weights %s: %s), %d prompt + %d new tokens, greedy, per KV format: %s\n", name, wm.Format, humanBytes(wm.Bytes), len(ids), n, *f.kvs)
 	// A short untimed run first, so that the first format's numbers do not
 	// include warming up.
 	if _, err := lm.CompareFormats(ctx, ids, specs[:1], engine.GenerateOptions{MaxTokens: 8, StopIDs: []int{}}); err != nil {
