@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/bitdecode/bitdecode/engine"
-	"github.com/bitdecode/bitdecode/model"
 	"github.com/bitdecode/bitdecode/kv"
+	"github.com/bitdecode/bitdecode/model"
 )
 
 // e2eQuickTokens is the number of new tokens of 'bench e2e --quick'.
