@@ -325,10 +325,10 @@ type loader struct {
 	// (decByLayer) where LoadOptions.DECByShape is set (decByKind where
 	// DECByLayer is), nil otherwise.
 	decNamed map[string]DECChoice
-	// headMats holds the quantized head of a tied model by tensor name,
-	// made where the embedding's lookup needed its values first
-	// (headValues), for the head's own load (loadLinear).
-	headMats map[string]*wq.Matrix
+	// tiedHead is a tied model's quantized head, made where the
+	// embedding's lookup needed its values first (headValues), for the
+	// head's own load (loadLinear).
+	tiedHead *wq.Matrix
 	view     viewLoader // the backend reads stored bytes in place (nil: LoadWeight copies)
 	copyView bool       // view must get copies: the caller unmaps the checkpoint
 
@@ -576,7 +576,7 @@ func (ld *loader) tiedEmbed(s weightSpec) bool {
 }
 
 // headValues quantizes the tied embedding t of spec s as the LM head
-// (wq.Spec.HeadSpec; kept in ld.headMats for the head's own load) and
+// (wq.Spec.HeadSpec; kept in ld.tiedHead for the head's own load) and
 // returns its dequantized values ŵ as an F32 tensor.
 func (ld *loader) headValues(t safetensors.Tensor, s weightSpec) (safetensors.Tensor, error) {
 	dt, err := backendDType(t.DType)
@@ -588,15 +588,11 @@ func (ld *loader) headValues(t safetensors.Tensor, s weightSpec) (safetensors.Te
 		return t, fmt.Errorf("model: tensor %q: %w", s.name, err)
 	}
 	h := ld.opts.Weights.HeadSpec()
-	N, K := s.shape[0], s.shape[1]
-	m, err := wq.Quantize(h.Elem, h.Group, N, K, w)
+	m, err := wq.Quantize(h.Elem, h.Group, s.shape[0], s.shape[1], w)
 	if err != nil {
 		return t, fmt.Errorf("model: tensor %q: %w", s.name, err)
 	}
-	if ld.headMats == nil {
-		ld.headMats = map[string]*wq.Matrix{}
-	}
-	ld.headMats[s.name] = m
+	ld.tiedHead = m
 	t.DType, t.Data = safetensors.F32, m.DequantBytes()
 	return t, nil
 }

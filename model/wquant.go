@@ -52,6 +52,29 @@ func decodeFloat32(dt backend.DType, data []byte) ([]float32, error) {
 	return out, safetensors.DecodeFloat32(out, data, safetensors.DType(dt.String()))
 }
 
+// decChoice returns the DEC of linear weight name [N, K] by the load
+// options (DECKChunk, DECByLayer, the per-tensor choices of DECByShape or
+// DECByLayer) and records it in the per-layer accounting where those set it.
+func (ld *loader) decChoice(name string, N, K int) DECChoice {
+	o := ld.opts
+	choice := DECChoice{KChunk: o.DECKChunk}
+	if o.DECByLayer != nil {
+		choice = DECChoice{KChunk: o.DECByLayer[kindOf(name)]}
+	}
+	if c, ok := ld.decNamed[name]; ok {
+		choice = c
+	} else if c, ok := o.DECByShape[Shape{N, K}]; ok {
+		choice = c
+	}
+	if o.DECByShape != nil || o.DECByLayer != nil {
+		if ld.mem.DECPerLayer == nil {
+			ld.mem.DECPerLayer = map[string]int{}
+		}
+		ld.mem.DECPerLayer[kindOf(name)] = choice.KChunk
+	}
+	return choice
+}
+
 // kindOf is the kind of a linear weight's tensor name ("q_proj").
 func kindOf(name string) string {
 	_, kind := linearKind(name)
@@ -65,19 +88,26 @@ func kindOf(name string) string {
 // low-bit Linear (said once on the log).
 func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []byte, split backend.Split, head bool) (backend.Weight, error) {
 	o := ld.opts
+	m := o.Quantized[name]
 	if head {
 		o.Weights = o.Weights.HeadSpec()
-		o.DECKChunk, o.DECByLayer, o.DECByShape = 0, nil, nil
+		if ld.tiedHead != nil && name == tiedEmbedName {
+			m = ld.tiedHead
+		}
 	}
 	N, K := shape[0], shape[1]
-	w, err := decodeFloat32(dt, data)
-	if err != nil {
-		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
+	// The values in float32, for quantizing and for a DEC residual only (a
+	// cached matrix without DEC needs none).
+	var w []float32
+	widen := func() (err error) {
+		if w == nil {
+			if w, err = decodeFloat32(dt, data); err != nil {
+				err = fmt.Errorf("model: tensor %q: %w", name, err)
+			}
+		}
+		return err
 	}
-	m := o.Quantized[name]
-	if hm := ld.headMats[name]; head && hm != nil {
-		m = hm
-	}
+	var err error
 	switch {
 	case m != nil:
 		if m.N != N || m.K != K || m.Elem != o.Weights.Elem || m.Group != o.Weights.Group {
@@ -88,9 +118,13 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		if h == nil {
 			return nil, fmt.Errorf("model: tensor %q: no calibration statistics for GPTQ (give a calibration text: --calib FILE)", name)
 		}
-		m, err = wq.QuantizeGPTQ(o.Weights.Elem, o.Weights.Group, N, K, w, h, wq.GPTQOptions{ActOrder: o.Weights.ActOrder})
+		if err = widen(); err == nil {
+			m, err = wq.QuantizeGPTQ(o.Weights.Elem, o.Weights.Group, N, K, w, h, wq.GPTQOptions{ActOrder: o.Weights.ActOrder})
+		}
 	default:
-		m, err = wq.Quantize(o.Weights.Elem, o.Weights.Group, N, K, w)
+		if err = widen(); err == nil {
+			m, err = wq.Quantize(o.Weights.Elem, o.Weights.Group, N, K, w)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("model: tensor %q: %w", name, err)
@@ -99,25 +133,17 @@ func (ld *loader) loadLinear(name string, shape []int, dt backend.DType, data []
 		o.Quantized[name] = m
 	}
 	var dec *wq.DEC
-	choice := DECChoice{KChunk: o.DECKChunk}
-	if o.DECByLayer != nil {
-		choice = DECChoice{KChunk: o.DECByLayer[kindOf(name)]}
-	}
-	if c, ok := ld.decNamed[name]; ok && !head {
-		choice = c
-	} else if c, ok := o.DECByShape[Shape{N, K}]; ok {
-		choice = c
-	}
-	if o.DECByShape != nil || o.DECByLayer != nil {
-		if ld.mem.DECPerLayer == nil {
-			ld.mem.DECPerLayer = map[string]int{}
-		}
-		ld.mem.DECPerLayer[kindOf(name)] = choice.KChunk
+	var choice DECChoice // the head has no DEC
+	if !head {
+		choice = ld.decChoice(name, N, K)
 	}
 	if choice.KChunk > 0 {
 		re := o.DECResidual
 		if re == 0 {
 			re = wq.Int4
+		}
+		if err := widen(); err != nil {
+			return nil, err
 		}
 		r, err := wq.NewResidual(w, m, re)
 		if err != nil {

@@ -133,6 +133,30 @@ func (m *Matrix) setRaw(n, k int, v uint32) {
 	}
 }
 
+// blockFields is where the fields of a block lie (pos): word and shift of
+// each of its first n channels (int3's channels 30 and 31 go to the spare
+// bits instead, setCodes).
+type blockFields struct {
+	n     int
+	word  [2 * int3Fields * 3]int
+	shift [2 * int3Fields * 3]uint
+}
+
+// blockFieldsOf holds every element type's block fields.
+var blockFieldsOf = func() (t [Int3 + 1]blockFields) {
+	for e := FP16; e <= Int3; e++ {
+		f := &t[e]
+		f.n = e.BlockElems()
+		if e == Int3 {
+			f.n = 2 * int3Fields * 3
+		}
+		for i := range f.n {
+			f.word[i], f.shift[i], _ = e.pos(i)
+		}
+	}
+	return t
+}()
+
 // setCodes stores codes as the codes of row n, channels k0, k0+1, ...: a
 // whole block at a time (k0 and len(codes) multiples of the block; else by
 // setRaw), in pos's layout: int8 and int4 one word, int3 three words whose
@@ -147,20 +171,12 @@ func (m *Matrix) setCodes(n, k0 int, codes []uint8) {
 		return
 	}
 	row := m.Words[n*m.Elem.RowWords(m.K):]
-	var word [int3Fields * 2 * 3]int // the word and shift of each field (pos)
-	var shift [int3Fields * 2 * 3]uint
-	fields := E
-	if m.Elem == Int3 {
-		fields = 2 * int3Fields * 3 // channels 30 and 31 go to the spare bits
-	}
-	for i := range fields {
-		word[i], shift[i], _ = m.Elem.pos(i)
-	}
+	f := &blockFieldsOf[m.Elem]
 	for b := 0; b < len(codes); b += E {
 		blk := codes[b : b+E]
 		var w [3]uint32
-		for i := range fields {
-			w[word[i]] |= uint32(blk[i]) << shift[i]
+		for i := range f.n {
+			w[f.word[i]] |= uint32(blk[i]) << f.shift[i]
 		}
 		if m.Elem == Int3 {
 			for j := range 3 {

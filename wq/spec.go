@@ -220,6 +220,23 @@ func (e *SpecError) Unwrap() error { return e.Err }
 // ErrSpec is the reason behind a SpecError for an unknown word.
 var ErrSpec = errors.New("unknown word")
 
+// parseElem returns the element type a spec word names: fp16 (also f16,
+// half and bf16: bf16 checkpoints are rounded to fp16 like every other
+// input), int8, int4 or int3.
+func parseElem(word string) (Elem, bool) {
+	switch word {
+	case "fp16", "f16", "half", "bf16":
+		return FP16, true
+	case "int8":
+		return Int8, true
+	case "int4":
+		return Int4, true
+	case "int3":
+		return Int3, true
+	}
+	return 0, false
+}
+
 // ParseSpec parses a weight format spec (see SpecGrammar).
 func ParseSpec(str string) (Spec, error) {
 	fail := func(field string, err error) (Spec, error) {
@@ -227,19 +244,11 @@ func ParseSpec(str string) (Spec, error) {
 	}
 	parts := strings.Split(strings.ToLower(strings.TrimSpace(str)), ":")
 	var s Spec
-	switch parts[0] {
-	case "":
+	var ok bool
+	if parts[0] == "" {
 		return fail("", errors.New("empty spec"))
-	case "fp16", "f16", "half", "bf16":
-		// bf16 checkpoints are rounded to fp16 like every other input.
-		s.Elem = FP16
-	case "int8":
-		s.Elem = Int8
-	case "int4":
-		s.Elem = Int4
-	case "int3":
-		s.Elem = Int3
-	default:
+	}
+	if s.Elem, ok = parseElem(parts[0]); !ok {
 		return fail(parts[0], fmt.Errorf("%w (want fp16, int8, int4 or int3)", ErrSpec))
 	}
 	if s.IsQuantized() {
@@ -257,17 +266,12 @@ func ParseSpec(str string) (Spec, error) {
 		case p == "act":
 			s.Method, s.ActOrder = GPTQ, true
 		case strings.HasPrefix(p, "head="):
-			switch v := strings.TrimPrefix(p, "head="); v {
-			case "int8":
-				s.Head = Int8
-			case "int4":
-				s.Head = Int4
-			case "int3":
-				s.Head = Int3
-			case "fp16", "f16", "bf16", "half":
-				s.Head = 0
-			default:
+			v := strings.TrimPrefix(p, "head=")
+			if s.Head, ok = parseElem(v); !ok {
 				return fail(p, fmt.Errorf("%w: head format %q (want int8, int4, int3 or fp16)", ErrSpec, v))
+			}
+			if !s.Head.IsInt() {
+				s.Head = 0 // the head as stored
 			}
 		case strings.HasPrefix(p, "g"):
 			g, err := strconv.Atoi(p[1:])

@@ -336,8 +336,8 @@ func TestConfigureInt4(t *testing.T) {
 			t.Fatalf("%q: %v", tc.val, err)
 		}
 		w := mustQuant(t, New(1), m, nil).(*qweight)
-		if int4IntegerOn != tc.want || w.int8dot != tc.want {
-			t.Errorf("%s=%q (set %v): integer path %v, weight %v; want %v", EnvInt4, tc.val, tc.set, int4IntegerOn, w.int8dot, tc.want)
+		if on := w.path == pathInt4; int4IntegerOn != tc.want || on != tc.want {
+			t.Errorf("%s=%q (set %v): integer path %v, weight %v; want %v", EnvInt4, tc.val, tc.set, int4IntegerOn, on, tc.want)
 		}
 	}
 	err = configure(func(k string) (string, bool) { return "int4dot", k == EnvInt4 })

@@ -51,9 +51,9 @@ type qweight struct {
 	// zero) pairs (qdot.go); nil for formats that dequantize tiles.
 	packed *packedFormat
 	pz     []float32
-	// int8dot: int4 by integer dot products (qint4.go), chosen at load;
-	// int3dot and q8dot: int3 and int8 the same way (qint3.go, qint8.go).
-	int8dot, int3dot, q8dot bool
+	// path is the integer dot-product path it runs on (qint4.go, qint3.go,
+	// qint8.go), chosen at load, or pathNone.
+	path intPath
 }
 
 func (w *qweight) Name() string { return w.name }
@@ -76,7 +76,7 @@ func (b *Backend) LoadQuantWeight(name string, m *wq.Matrix, dec *wq.DEC) (backe
 			return nil, fmt.Errorf("cpu: weight %s: negative DEC k_chunk %d", name, dec.KChunk)
 		}
 	}
-	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), int8dot: int4IntegerOn && int4Integer(m), int3dot: int4IntegerOn && int3Integer(m), q8dot: int4IntegerOn && int8Integer(m)}
+	w := &qweight{owner: b, name: name, m: m, dec: dec, packed: packedOf(m), path: integerPathOf(m)}
 	if w.packed != nil {
 		w.pz = w.packed.params(m)
 	}
@@ -99,17 +99,16 @@ func getScratch(n int) *[]float32 {
 func (b *Backend) qlinear(y, x []float32, w *qweight, bias []float32, T int) {
 	m := w.m
 	N, K := m.N, m.K
-	if w.int8dot {
+	switch w.path {
+	case pathInt4:
 		b.qlinearInt4(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
-	}
-	if w.int3dot {
+	case pathInt3:
 		b.qlinearInt3(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
-	}
-	if w.q8dot {
+	case pathInt8:
 		b.qlinearInt8(y, x, w, bias, T)
 		b.dec(y, x, w, T)
 		return
@@ -217,13 +216,20 @@ func (b *Backend) quantOperands(op string, d, xt *tensor, qw *qweight, bias back
 
 // integerPath names the integer dot-product path a quantized weight runs
 // on (qint4.go, qint3.go, qint8.go), or pathNone.
-func (w *qweight) integerPath() intPath {
+func (w *qweight) integerPath() intPath { return w.path }
+
+// integerPathOf is the integer path a matrix loaded now takes: none under
+// BITDECODE_CPU_INT4=float (int4IntegerOn), else its format's where this CPU
+// runs it.
+func integerPathOf(m *wq.Matrix) intPath {
 	switch {
-	case w.int8dot:
+	case !int4IntegerOn:
+		return pathNone
+	case int4Integer(m):
 		return pathInt4
-	case w.int3dot:
+	case int3Integer(m):
 		return pathInt3
-	case w.q8dot:
+	case int8Integer(m):
 		return pathInt8
 	}
 	return pathNone

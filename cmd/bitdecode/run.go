@@ -281,8 +281,8 @@ func checkTP(n int) error {
 }
 
 // weightFlags are the weight-format flags of the commands that open a model
-// for generation (run, chat, serve): --weights, its GPTQ calibration and
-// DEC. A nil field stands for its default (a command without the flag).
+// for generation (run, chat, serve, bench e2e): --weights, its GPTQ
+// calibration and DEC.
 type weightFlags struct {
 	weights, calib, decK *string
 	calibN               *int
@@ -291,32 +291,11 @@ type weightFlags struct {
 // addWeightFlags defines fs's weight-format flags.
 func addWeightFlags(fs *flag.FlagSet) weightFlags {
 	return weightFlags{
-		weights: fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq][:head=F]; "+weightsHelpRef+")"),
+		weights: fs.String("weights", "fp16", "weight format of the linear layers (fp16, int8, int4, int3[:gptq][:head=F]; 'bitdecode help run' or docs/weights.md)"),
 		calib:   fs.String("calib", "", "calibration text for a :gptq weight format"),
 		calibN:  fs.Int("calib-tokens", 16384, "calibration tokens at most"),
 		decK:    fs.String("dec-k", "0", decKUsage),
 	}
-}
-
-// weightsHelpRef points a flag's help at the grammar.
-const weightsHelpRef = "'bitdecode help run' or docs/weights.md"
-
-// values returns the flags' values, defaults for nil fields.
-func (w weightFlags) values() (weights, decK, calib string, calibN int) {
-	weights, decK, calibN = "fp16", "0", 16384
-	if w.weights != nil {
-		weights = *w.weights
-	}
-	if w.decK != nil {
-		decK = *w.decK
-	}
-	if w.calib != nil {
-		calib = *w.calib
-	}
-	if w.calibN != nil {
-		calibN = *w.calibN
-	}
-	return
 }
 
 // defaultRunChunk is run's prefill chunk on device: 2048 tokens on the GPU,
@@ -337,8 +316,8 @@ func defaultRunChunk(device string) int {
 // with its DEC and GPTQ calibration, the progress bar and the log (stderr,
 // unless quiet).
 func openOptions(dir, device string, tp int, wf weightFlags, stderr io.Writer, quiet bool) (engine.Options, error) {
-	weights, decK, calib, calibTokens := wf.values()
-	o := engine.Options{Device: device, TP: tp, Env: lookupEnv, Calib: engine.Calib{File: calib, MaxTokens: calibTokens}}
+	weights, decK, calib := *wf.weights, *wf.decK, *wf.calib
+	o := engine.Options{Device: device, TP: tp, Env: lookupEnv, Calib: engine.Calib{File: calib, MaxTokens: *wf.calibN}}
 	if err := checkDevice(device); err != nil {
 		return o, err
 	}
