@@ -59,8 +59,10 @@ type gpuCase struct {
 	softcap float32
 	moved   *float64
 	// prefill runs prefill.cu (kernels.PlanPrefill) instead of the decode
-	// kernel (kernel is then only the blocks' order: DecodeMMA's).
-	prefill bool
+	// kernel (kernel is then only the blocks' order: DecodeMMA's); with
+	// dequant, by its dequantizing route (PrefillPlan.LaunchDequant: one
+	// sequence, a low-bit layout).
+	prefill, dequant bool
 }
 
 // caseLauncher is what runCase needs of a plan: a DecodePlan or a
@@ -71,10 +73,25 @@ type caseLauncher interface {
 	Close() error
 }
 
+// dequantLauncher runs a PrefillPlan's launches by its dequantizing route
+// over sc (PrefillPlan.LaunchDequant) at shape.
+type dequantLauncher struct {
+	*kernels.PrefillPlan
+	shape kernels.DecodeShape
+	sc    kernels.PrefillScratch
+}
+
+func (l dequantLauncher) Launch(c *cuda.Ctx, st cuda.Stream, b kernels.DecodeBuffers, scale float32) error {
+	return l.LaunchDequant(c, st, b, l.shape, scale, l.sc)
+}
+
 func (c gpuCase) String() string {
 	k := c.kernel.String()
 	if c.prefill {
 		k = "prefill"
+	}
+	if c.dequant {
+		k = "prefill via fp16"
 	}
 	s := fmt.Sprintf("%v %s Hq=%d Hkv=%d D=%d lens=%v Tq=%d window=%d", k, c.spec, c.sh.Hq, c.sh.Hkv, c.sh.D, c.lens, c.tq, c.window)
 	if c.softcap != 0 {
@@ -193,6 +210,24 @@ func runCase(t *testing.T, r *rand.Rand, c gpuCase) []uint16 {
 	}()
 	up(&bufs.Pool, pool)
 	up(&bufs.BlockTable, cuda.Bytes(table))
+	if c.dequant {
+		pp := plan.(*kernels.PrefillPlan)
+		if !pp.Dequantizes() || len(seqs) != 1 {
+			t.Fatalf("%v: no dequantizing route for %d sequences", c, len(seqs))
+		}
+		var sc kernels.PrefillScratch
+		scratch := make([]byte, pp.ScratchBytes(maxBlocks, c.sh.Hkv))
+		for i := range scratch {
+			scratch[i] = 0xff // NaN fp16 wherever dequant_blocks writes nothing
+		}
+		up(&sc.Pool, scratch)
+		ident := make([]int32, maxBlocks)
+		for i := range ident {
+			ident[i] = int32(i)
+		}
+		up(&sc.Table, cuda.Bytes(ident))
+		plan = dequantLauncher{pp, shape, sc}
+	}
 	up(&bufs.ResK, cuda.Bytes(resK))
 	up(&bufs.ResV, cuda.Bytes(resV))
 	up(&bufs.Lens, cuda.Bytes(lens))

@@ -95,6 +95,13 @@
 //      KS = 1) this code already runs fp16 1.54x (163 registers instead of
 //      245: the query and code words out of them); MT = 2 with KS = 2 adds
 //      1.07x for fp16, 1.26-1.32x for int4 and int8.
+//   v5 (session 30) dequant_blocks: a low-bit layout's chunk writes the
+//      sequence's packed blocks once as fp16 (storeQuant into global
+//      memory) and runs prefill_fa<D, 16, 16, ..> over the copy, the same
+//      bits (PrefillPlan.LaunchDequant). One 512-token chunk at 32K keys:
+//      int4 1325 -> 1184 us, int8 1465 -> 1183, k4v2 1284 -> 1177 (fp16
+//      1109); the 32K prompt with an int4 cache 2.45 -> 2.31 s
+//      (bench/results/2026-11-27-prefill-30).
 // Go wrapper and routing: prefill.go (PlanPrefill, PrefillRoute); test:
 // prefill_test.go (against attn.Reference and decode_mma.cu's prefill).
 
@@ -681,6 +688,40 @@ __global__ void __launch_bounds__(KS * kThreads) prefill_fa(
         if (out32 != nullptr) *reinterpret_cast<float2*>(&out32[o + c]) = h2x2(hv);
       }
     }
+}
+
+// dequant_blocks writes the packed blocks of one sequence's low-bit K and V
+// (both halves below 16 bits; the launch's sequence 0: its block table and
+// length) as fp16 blocks of the same residual size into dst, block i of the
+// table at dst + (i·Hkv + h)·2·Nr·D·2 (K half, then V half), in kv.MMA's
+// 16-bit fragment order: the bits storeQuant writes into prefill_fa's stages,
+// so prefill_fa<.., 16, 16, ..> over dst (an identity block table) computes
+// what prefill_fa over the low-bit pool does, bit for bit (PrefillPlan's
+// dequantizing route; docs/perf/prefill.md v5). A CTA per (tile of TN
+// packed tokens, KV head); tiles past the packed tokens return. Grid
+// (ceil(maxL / TN), Hkv), kThreads threads; TN divides Nr.
+template <int D, int KBITS, int VBITS, bool KC, int GK, int GV, int TN>
+__global__ void __launch_bounds__(kThreads) dequant_blocks(const u8* __restrict__ pool, const int* __restrict__ blockTable,
+                                                             const int* __restrict__ lens, u8* __restrict__ dst, int Hkv, int Nr,
+                                                             int blockBytes, int kBytes, int kParamsOff, int vParamsOff) {
+  static_assert(KBITS < 16 && VBITS < 16, "low-bit halves");
+  using QK = Quant<D, KBITS, TN>;
+  using QV = Quant<D, VBITS, TN>;
+  __shared__ __align__(16) u8 raw[QK::kBytes + QV::kBytes];
+  const int h = blockIdx.y, tid = threadIdx.x;
+  const int tok0 = blockIdx.x * TN;
+  if (tok0 >= lens[0] / Nr * Nr) return;
+  const int blk = tok0 / Nr, within0 = tok0 - blk * Nr;
+  const u8* kh = pool + (size_t(blockTable[blk]) * Hkv + h) * blockBytes;
+  auto atK = [&](int grp) { return Group{kh + (within0 / 16 + grp) * (16 * D * KBITS / 8), kh, within0 + grp * 16}; };
+  auto atV = [&](int grp) { return Group{kh + kBytes + (within0 / 16 + grp) * (16 * D * VBITS / 8), kh + kBytes, within0 + grp * 16}; };
+  fetchQuant<D, KBITS, TN>(raw, atK, tid);
+  fetchQuant<D, VBITS, TN>(raw + QK::kBytes, atV, tid);
+  cpAsyncCommit();
+  cpAsyncWait<0>();  // this thread's units (each thread dequantizes its own)
+  u8* d = dst + (size_t(blk) * Hkv + h) * (2 * Nr * D * 2) + (within0 / 16) * (16 * D * 2);
+  storeQuant<D, KBITS, 0, KC, GK, TN>(d, raw, atK, kParamsOff, tid);
+  storeQuant<D, VBITS, 1, false, GV, TN>(d + Nr * D * 2, raw + QK::kBytes, atV, vParamsOff, tid);
 }
 
 }  // namespace pf

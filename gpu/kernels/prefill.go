@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/bitdecode/bitdecode/gpu/cuda"
@@ -154,6 +155,36 @@ type PrefillPlan struct {
 	threads int              // prefillThreads times the warp groups (prefillKS)
 	sms     int              // the device's SMs (prefillLaunchMT)
 	noOut32 bool
+	// The dequantizing route of a low-bit layout (prefillDequants): dequant
+	// (prefill.cu's dequant_blocks) writes the sequence's packed blocks as
+	// fp16 blocks, over which via (the plan of prefillF16Twin's layout)
+	// runs; nil where the plan has no such route.
+	dequant cuda.Function
+	via     *PrefillPlan
+}
+
+// prefillDequants reports whether PlanPrefill gives layout l the
+// dequantizing route under tuning t: both halves low-bit (a 16-bit half
+// would be copied as it is), blocks of whole key tiles (dequant_blocks' CTA
+// takes one tile of one block), unless t.NoPrefillDequant.
+//
+// Why (docs/perf/prefill.md v5): prefill.cu dequantizes each K/V tile of
+// a low-bit cache into shared memory before its math, once for the CTA's
+// 128 rows but again in every CTA of the chunk, its (scale, zero) pairs read
+// from L2 on the tile's critical path; a 512-token chunk at 32K keys of
+// int4 took 1304 us where fp16 took 1093 (v4). Dequantizing the visible
+// blocks once a chunk into fp16 (~34 MiB read and 128 MiB written at 32K
+// keys, tens of us) and running the fp16 kernel over them gives the same
+// bits (the same storeQuant, the same tile loop) at fp16's speed.
+func prefillDequants(l DecodeLayout, t DecodeTuning) bool {
+	return l.KBits < 16 && l.VBits < 16 && l.Nr%prefillTile(l.D) == 0 && !t.NoPrefillDequant
+}
+
+// prefillF16Twin is the fp16 layout of l's blocks as dequant_blocks writes
+// them: the same head dim and block size, K half then V half of Nr·D fp16.
+func prefillF16Twin(l DecodeLayout) DecodeLayout {
+	half := l.Nr * l.D * 2
+	return DecodeLayout{D: l.D, KBits: 16, VBits: 16, Nr: l.Nr, BlockBytes: 2 * half, KBytes: half}
 }
 
 // PlanPrefill compiles (on first use) prefill.cu for layout l and shape s
@@ -191,11 +222,25 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 	for i := range exprs {
 		exprs[i] = fmt.Sprintf("pf::prefill_fa<%d, %d, %d, %t, %t, %d, %d, %d, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, l.BF16, gk, gv, tn, tc, i+1, ks)
 	}
-	prog := program("prefill.cu", prefillSource, exprs, nil)
+	names, dequant := exprs, ""
+	if prefillDequants(l, t) {
+		dequant = fmt.Sprintf("pf::dequant_blocks<%d, %d, %d, %t, %d, %d, %d>", l.D, l.KBits, l.VBits, l.KPerChannel, gk, gv, tn)
+		names = append(slices.Clone(exprs), dequant)
+		var err error
+		if p.via, err = PlanPrefill(dev, prefillF16Twin(l), s, t); err != nil {
+			return nil, err
+		}
+	}
+	prog := program("prefill.cu", prefillSource, names, nil)
 	softcapOptions(&prog, s.Softcap)
-	mod, err := compileReporting(dev, prog, t.Ptxas, strings.Join(exprs, ", "))
+	mod, err := compileReporting(dev, prog, t.Ptxas, strings.Join(names, ", "))
 	if err != nil {
 		return nil, err
+	}
+	if dequant != "" {
+		if p.dequant, err = mod.Function(dequant); err != nil {
+			return nil, err
+		}
 	}
 	for i, expr := range exprs {
 		p.smem[i] = prefillSmem(l, i+1, ks)
@@ -213,6 +258,65 @@ func PlanPrefill(dev *cuda.Device, l DecodeLayout, s DecodeShape, t DecodeTuning
 // (DecodePlan.Out32's rule: DecodeTuning.NoOut32 says no).
 func (p *PrefillPlan) Out32() bool { return !p.noOut32 }
 
+// Dequantizes reports whether the plan has the dequantizing route
+// (LaunchDequant): a low-bit layout's launch over an fp16 copy of its
+// blocks.
+func (p *PrefillPlan) Dequantizes() bool { return p.via != nil }
+
+// ScratchBytes returns the bytes of the fp16 copy LaunchDequant writes for
+// a sequence of maxBlocks packed blocks (its block table's width) and hkv KV
+// heads: 2·Nr·D fp16 a block and head. 0 where the plan does not dequantize.
+func (p *PrefillPlan) ScratchBytes(maxBlocks, hkv int) int {
+	if p.via == nil {
+		return 0
+	}
+	return maxBlocks * hkv * p.via.layout.BlockBytes
+}
+
+// PrefillScratch is LaunchDequant's device memory: Pool of ScratchBytes
+// bytes for the fp16 copy and Table, the identity block table over it
+// (int32 0, 1, ..., maxBlocks - 1).
+type PrefillScratch struct {
+	Pool, Table cuda.DevicePtr
+}
+
+// LaunchDequant queues a prefill of shape s (one sequence: s.B = 1) by the
+// dequantizing route: dequant_blocks writes the sequence's packed blocks
+// (b's pool, block table and length) as fp16 blocks into sc.Pool, then the
+// fp16 kernel runs over them (sc.Table) with b's residual, query and
+// outputs. The output is LaunchShape's bit for bit
+// (TestGPUPrefillDequantSameBits).
+func (p *PrefillPlan) LaunchDequant(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, scale float32, sc PrefillScratch) error {
+	if p.via == nil {
+		return fmt.Errorf("kernels: prefill: layout %+v has no dequantizing route", p.layout)
+	}
+	if s.B != 1 {
+		return fmt.Errorf("kernels: prefill: the dequantizing route takes one sequence, not %d", s.B)
+	}
+	if err := p.fits(s); err != nil {
+		return err
+	}
+	l := p.layout
+	tiles := (s.MaxL + prefillTile(l.D) - 1) / prefillTile(l.D)
+	err := c.Launch(p.dequant, cuda.Dim3{X: tiles, Y: s.Hkv, Z: 1}, cuda.Dim3{X: prefillThreads}, 0, st,
+		b.Pool, b.BlockTable, b.Lens, sc.Pool, int32(s.Hkv), int32(l.Nr), int32(l.BlockBytes), int32(l.KBytes), int32(l.KParamsOff), int32(l.VParamsOff))
+	if err != nil {
+		return err
+	}
+	b.Pool, b.BlockTable = sc.Pool, sc.Table
+	return p.via.LaunchShape(c, st, b, s, scale)
+}
+
+// fits reports whether shape s fits the plan (LaunchShape's rule).
+func (p *PrefillPlan) fits(s DecodeShape) error {
+	ps := p.shape
+	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.B < 1 || s.B > ps.B ||
+		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL || s.Window < 0 || s.Softcap != ps.Softcap {
+		return fmt.Errorf("kernels: prefill: shape %+v does not fit the plan's %+v", s, ps)
+	}
+	return nil
+}
+
 // Close frees nothing (the plan has no workspace); it is there so that a
 // PrefillPlan stands where a DecodePlan does.
 func (p *PrefillPlan) Close() error { return nil }
@@ -227,10 +331,9 @@ func (p *PrefillPlan) Launch(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, scale
 // DecodePlan.LaunchShape's must: the same heads, block-table width and
 // soft-cap, at most the plan's sequences, query tokens and length.
 func (p *PrefillPlan) LaunchShape(c *cuda.Ctx, st cuda.Stream, b DecodeBuffers, s DecodeShape, scale float32) error {
-	ps, l := p.shape, p.layout
-	if s.Hq != ps.Hq || s.Hkv != ps.Hkv || s.MaxBlocks != ps.MaxBlocks || s.B < 1 || s.B > ps.B ||
-		s.Tq < 1 || s.Tq > ps.Tq || s.MaxL < s.Tq || s.MaxL > ps.MaxL || s.Window < 0 || s.Softcap != ps.Softcap {
-		return fmt.Errorf("kernels: prefill: shape %+v does not fit the plan's %+v", s, ps)
+	l := p.layout
+	if err := p.fits(s); err != nil {
+		return err
 	}
 	const log2e = 1.4426950408889634
 	if scale == 0 {

@@ -50,8 +50,8 @@ func BenchmarkPrefillAttention(b *testing.B) {
 			keep[strings.TrimSpace(c)] = true
 		}
 	}
-	fmt.Printf("prefill step %d (0: the tile), MT %d (0: the planner's)\n%-16s %4s %4s %6s %12s %12s %8s\n", tuning.Decode.PrefillStep, tuning.Decode.PrefillMT,
-		"format", "D", "Tq", "L", "decode us", "prefill us", "speedup")
+	fmt.Printf("prefill step %d (0: the tile), MT %d (0: the planner's); via fp16: the dequantizing route (LaunchDequant)\n%-16s %4s %4s %6s %12s %12s %8s %12s %8s\n", tuning.Decode.PrefillStep, tuning.Decode.PrefillMT,
+		"format", "D", "Tq", "L", "decode us", "prefill us", "speedup", "via fp16 us", "vs direct")
 	for _, c := range cases {
 		tq := c.tq
 		lay, err := kernels.LayoutFor(kv.MustResolve(c.spec, c.dd).WithOrder(kv.MMA))
@@ -117,7 +117,13 @@ func BenchmarkPrefillAttention(b *testing.B) {
 			dus := time(func(x *cuda.Ctx) error { return dp.Launch(x, d.Stream(), bufs, 0) })
 			pus := time(func(x *cuda.Ctx) error { return pp.Launch(x, d.Stream(), bufs, 0) })
 			dp.Close()
-			fmt.Printf("%-16s %4d %4d %6d %12.1f %12.1f %8.2f\n", c.spec, c.dd, tq, l, dus, pus, dus/pus)
+			via := "           -        -"
+			if pp.Dequantizes() {
+				sc := kernels.PrefillScratch{Pool: benchAlloc(b, d, pp.ScratchBytes(blocks, c.hkv)), Table: tb}
+				vus := time(func(x *cuda.Ctx) error { return pp.LaunchDequant(x, d.Stream(), bufs, shape, 0, sc) })
+				via = fmt.Sprintf("%12.1f %8.2f", vus, pus/vus)
+			}
+			fmt.Printf("%-16s %4d %4d %6d %12.1f %12.1f %8.2f %s\n", c.spec, c.dd, tq, l, dus, pus, dus/pus, via)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/bitdecode/bitdecode/kv"
@@ -43,6 +44,46 @@ func TestPrefillLaunchMT(t *testing.T) {
 						t.Errorf("%s D=%d MT=%d KS=%d: %d bytes of shared memory, over %d", spec, d, mt, ks, n, smemLimit)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestPrefillDequantRoute checks which layouts get prefill.cu's
+// dequantizing route (prefillDequants) and that the fp16 twin it runs over
+// (prefillF16Twin) is the layout of an fp16 format of the same head dim and
+// block size: the same K half and block bytes, so dequant_blocks' writes
+// are where the fp16 kernel reads.
+func TestPrefillDequantRoute(t *testing.T) {
+	for _, tt := range []struct {
+		spec string
+		want bool
+	}{
+		{"fp16", false}, {"bf16", false}, {"int8", true}, {"int4", true}, {"int2", true}, {"k8v4", true}, {"k4v2", true},
+		{"int4:kt32:v32", true}, {"int4:kc64:v64:res64", true}, {"int8:kc256:v128:res256", true}, {"int4:kc32:v32:res32", true}, // D 256 only: tiles of 32 keys
+	} {
+		for _, d := range []int{64, 128, 256} {
+			l, err := LayoutFor(kv.MustResolve(tt.spec, d).WithOrder(kv.MMA))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want && l.Nr%prefillTile(d) == 0
+			if got := prefillDequants(l, DecodeTuning{}); got != want {
+				t.Errorf("%s D %d: prefillDequants = %v, want %v", tt.spec, d, got, want)
+			}
+			if prefillDequants(l, DecodeTuning{NoPrefillDequant: true}) {
+				t.Errorf("%s D %d: a route under NoPrefillDequant", tt.spec, d)
+			}
+			f16, err := LayoutFor(kv.MustResolve(fmt.Sprintf("fp16:res%d", l.Nr), d).WithOrder(kv.MMA))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw := prefillF16Twin(l)
+			if err := tw.check(); err != nil || !PrefillReads(tw) {
+				t.Errorf("%s D %d: twin %+v: %v", tt.spec, d, tw, err)
+			}
+			if tw.BlockBytes != f16.BlockBytes || tw.KBytes != f16.KBytes || tw.Nr != f16.Nr || tw.KBits != 16 || tw.VBits != 16 {
+				t.Errorf("%s D %d: twin %+v, the fp16 format's layout %+v", tt.spec, d, tw, f16)
 			}
 		}
 	}

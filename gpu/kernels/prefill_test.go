@@ -115,6 +115,53 @@ func prefillSpecCases(t *testing.T, i int, spec string, shapes []attn.Shape) {
 	}
 }
 
+// TestGPUPrefillDequantSameBits runs prefill chunks of low-bit formats by
+// prefill.cu's dequantizing route (PrefillPlan.LaunchDequant: the
+// sequence's blocks written as fp16 by dequant_blocks, the fp16 kernel over
+// them) and directly (LaunchShape: each tile dequantized by the kernel),
+// one sequence each: both within the reference's bound (runCase), and the
+// outputs equal bit for bit. Formats: keys per channel and per token, int8,
+// int4 and int2 halves, a mix, residual blocks of 64 to 256 tokens; head dims
+// 64, 128 and 256; GQA groups 1, 3, 4 and 8 and MQA; lengths with and
+// without a partial residual, chunks after cached tokens, sliding windows,
+// the soft-cap and MT = 2.
+func TestGPUPrefillDequantSameBits(t *testing.T) {
+	device(t)
+	specs := []string{"int4", "int8", "int2", "k4v2", "int4:kt32:v32", "int4:kc64:v64:res64", "int8:kc256:v128:res256"}
+	shapes := []attn.Shape{{Hq: 32, Hkv: 8, D: 128}, {Hq: 6, Hkv: 2, D: 256}, {Hq: 16, Hkv: 1, D: 64}, {Hq: 4, Hkv: 4, D: 64}, {Hq: 24, Hkv: 8, D: 128}}
+	if testing.Short() {
+		specs = specs[:4]
+	}
+	seed := uint64(900)
+	for i, spec := range specs {
+		nr := kv.MustParseSpec(spec).Residual
+		for j, sh := range shapes {
+			seed++
+			tq := []int{70, 150, 37, 256}[(i+j)%4]
+			l := []int{tq + 3*nr + 7, tq + 4*nr, 1500 + tq}[(i+j)%3]
+			c := gpuCase{kernel: kernels.DecodeMMA, spec: spec, sh: sh, lens: []int{l}, tq: tq, prefill: true}
+			switch (i + j) % 4 {
+			case 1:
+				c.window = []int{9, nr + 37, 700}[(i+j)%3]
+			case 2:
+				c.softcap = 4
+			case 3:
+				tn := tuning.Decode
+				tn.PrefillMT = 2
+				c.tune = &tn
+			}
+			direct := runCase(t, rand.New(rand.NewPCG(seed, 7)), c)
+			c.dequant = true
+			via := runCase(t, rand.New(rand.NewPCG(seed, 7)), c)
+			for k := range direct {
+				if direct[k] != via[k] {
+					t.Fatalf("%v: element %d: %#04x by the fp16 copy, %#04x directly", c, k, via[k], direct[k])
+				}
+			}
+		}
+	}
+}
+
 // withPrefill returns c run by prefill.cu.
 func withPrefill(c gpuCase) gpuCase {
 	c.prefill = true

@@ -77,6 +77,10 @@ const (
 	// EnvPrefillKS is DecodeTuning.PrefillKS: prefill.cu's warp groups a
 	// CTA that split its key tiles (1 or 2; unset: the planner's, prefillKS).
 	EnvPrefillKS = "BITDECODE_PREFILL_KS"
+	// EnvPrefillDequant set to false (0) is DecodeTuning.NoPrefillDequant:
+	// prefill.cu reads a low-bit cache's blocks itself instead of over an
+	// fp16 copy of them (PrefillPlan.LaunchDequant), for comparisons.
+	EnvPrefillDequant = "BITDECODE_PREFILL_DEQUANT"
 	// EnvDecodePDL is DecodeTuning.PDL: how the tensor-core decode kernels
 	// start after the kernel ahead (the KV append or pack). "early" and
 	// "wait" run both as programmatic dependents, reading the blocks packed
@@ -209,6 +213,10 @@ type DecodeTuning struct {
 	// warps; 2: v4's two, each taking every other key tile of the CTA's
 	// rows, merged at the end); 0 is the planner's choice (prefillKS).
 	PrefillKS int
+	// NoPrefillDequant plans no dequantizing route for low-bit layouts
+	// (PrefillPlan.Dequantizes false): prefill.cu dequantizes each tile
+	// itself, as before docs/perf/prefill.md v5.
+	NoPrefillDequant bool
 	// PDL is how the tensor-core kernels start after the kernel ahead of
 	// them on the stream (session 17); the zero value PDLAuto is the
 	// measured default. Ctx.SetGridDependentLaunch(false) (gpu.Options.NoPDL)
@@ -541,6 +549,9 @@ func ParseTuning(lookup func(string) (string, bool)) (Tuning, error) {
 	}
 	d.PrefillMT = p.intIn(EnvPrefillMT, []int{1, 2}, "1 or 2")
 	d.PrefillKS = p.intIn(EnvPrefillKS, []int{1, 2}, "1 or 2")
+	if dq, ok := p.boolean(EnvPrefillDequant); ok {
+		d.NoPrefillDequant = !dq
+	}
 	if v, ok := p.get(EnvDecodePDL); ok {
 		i := slices.Index(pdlModes, v)
 		if i < 0 {

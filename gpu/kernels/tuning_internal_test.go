@@ -24,14 +24,14 @@ func TestParseTuning(t *testing.T) {
 		EnvPlanesPrefetch: "1", EnvPlanesMinSplit: "256", EnvPlanesWeights: "5,3, 2", EnvPlanesMinB: "3", EnvPackSlices: "7", EnvPtxasVerbose: "true",
 		EnvPlanesSplits: "target:528", EnvPlanesSplitCost: "0", EnvPlanesFuse: "0", EnvPlanesPrefetchM: "0", EnvPlanesPrefetchL: "1",
 		EnvDecodePDL: "wait", EnvDecodeMergeFence: "sc", EnvDecodeSeqLean: "0", EnvDecodeOut32: "0", EnvPrefillFA: "0", EnvPrefillStep: "32",
-		EnvPrefillMT: "1", EnvPrefillKS: "1",
+		EnvPrefillMT: "1", EnvPrefillKS: "1", EnvPrefillDequant: "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Tuning{
 		Decode: DecodeTuning{MMA: MMATuning{MT: 4, Stages: 3, MinB: 2, QK8: -1, SeqLean: -1}, WGMMA: WGMMATuning{Stages: 5, MW: 1, MinB: 3, NoPad: true},
-			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, NoOut32: true, NoPrefill: true, PrefillStep: 32, PrefillMT: 1, PrefillKS: 1, PDL: PDLWait, MergeFenceSC: true, Ptxas: os.Stderr},
+			MinSplitTokens: 128, TargetCTAs: 528, NoFuse: true, NoOut32: true, NoPrefill: true, PrefillStep: 32, PrefillMT: 1, PrefillKS: 1, NoPrefillDequant: true, PDL: PDLWait, MergeFenceSC: true, Ptxas: os.Stderr},
 		Planes: PlanesTuning{MT: [3]int{1, 2, 4}, Prefetch: true, PrefetchMedium: -1, PrefetchLow: 1, MinSplitTokens: 256, Weights: [3]int{5, 3, 2}, MinB: 3,
 			TargetCTAs: 528, PositionSplits: true, NoFuse: true, Ptxas: os.Stderr},
 		Pack: PackTuning{Slices: 7},

@@ -107,6 +107,12 @@ type Paged struct {
 
 	pool, resK, resV []cuda.DevicePtr // per layer
 
+	// faScratch is prefill.cu's dequantizing route's fp16 copy of one
+	// sequence's blocks and its identity table (kernels.PrefillScratch),
+	// shared by the layers (their prefills run in stream order); zero where
+	// no layer's plan dequantizes or the copy would pass prefillScratchMax.
+	faScratch kernels.PrefillScratch
+
 	// book holds the blocks, slots and sequences, and which blocks are
 	// shared (pool.go).
 	book *pagedBook
@@ -449,9 +455,51 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 	if err != nil {
 		return nil, err
 	}
+	if err := c.allocPrefillScratch(); err != nil {
+		return nil, err
+	}
 	c.book = newPagedBook(c.opts.Blocks, o.MaxSeqs, nr, sharedChunk(c.opts.MaxChunk, nr))
 	ok = true
 	return c, nil
+}
+
+// prefillScratchMax is the largest fp16 copy of a sequence's blocks a cache
+// allocates for prefill.cu's dequantizing route (PrefillPlan.LaunchDequant):
+// MaxLen·Hkv·D·4 bytes, 512 MiB for Llama-3.1-8B's heads at 128K tokens.
+// A cache whose copy would be larger, or whose device has no room for it,
+// prefills low-bit layers by prefill.cu's own per-tile dequantization (the
+// same bits, slower: docs/perf/prefill.md v5).
+const prefillScratchMax = 1 << 30
+
+// allocPrefillScratch allocates c.faScratch where a layer's prefill plan
+// dequantizes and the copy fits prefillScratchMax and the device.
+func (c *Paged) allocPrefillScratch() error {
+	bytes := 0
+	for _, lk := range c.uniqueKernels() {
+		if lk.fa != nil {
+			bytes = max(bytes, lk.fa.ScratchBytes(c.maxBlk, c.shape.Hkv))
+		}
+	}
+	if bytes == 0 || bytes > prefillScratchMax {
+		return nil
+	}
+	pool, err := c.dev.Alloc(bytes)
+	if err != nil {
+		return nil // no room: the per-tile route
+	}
+	table, err := c.dev.Alloc(4 * c.maxBlk)
+	if err != nil {
+		return errors.Join(err, c.dev.Free(pool))
+	}
+	ident := make([]int32, c.maxBlk)
+	for i := range ident {
+		ident[i] = int32(i)
+	}
+	if err := c.dev.HtoD(table, cuda.Bytes(ident)); err != nil {
+		return errors.Join(err, c.dev.Free(pool), c.dev.Free(table))
+	}
+	c.faScratch = kernels.PrefillScratch{Pool: pool, Table: table}
+	return nil
 }
 
 // unrotated returns f without its rotation: the format the kernels of a
@@ -484,6 +532,8 @@ func (c *Paged) Close() error {
 		lk.decode, lk.prefill, lk.fa = nil, nil, nil
 	}
 	ptrs := append(append(append(c.take(), c.pool...), c.resK...), c.resV...)
+	ptrs = append(ptrs, c.faScratch.Pool, c.faScratch.Table)
+	c.faScratch = kernels.PrefillScratch{}
 	for _, p := range ptrs {
 		if p != 0 {
 			keep(c.dev.Free(p))
@@ -938,8 +988,14 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 				bufs.Out32 = ptr[3] + cuda.DevicePtr(r.tok0*qw*4)
 			}
 			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window, Softcap: c.softcap}
-			if c.runFA(lk, r) { // prefill.cu: 64 query rows a CTA (docs/perf/prefill.md)
-				if err := lk.fa.LaunchShape(x, st, bufs, shape, 0); err != nil {
+			if c.runFA(lk, r) { // prefill.cu: 64 or 128 query rows a CTA (docs/perf/prefill.md)
+				var err error
+				if r.n == 1 && lk.fa.Dequantizes() && c.faScratch.Pool != 0 {
+					err = lk.fa.LaunchDequant(x, st, bufs, shape, 0, c.faScratch) // over an fp16 copy of the blocks (v5)
+				} else {
+					err = lk.fa.LaunchShape(x, st, bufs, shape, 0)
+				}
+				if err != nil {
 					return err
 				}
 				continue
