@@ -132,9 +132,9 @@ func PrefillReads(l DecodeLayout) bool {
 // kept 8-bit halves at D = 256 on the decode plan, where v3 spilled 1.2 KB
 // a thread and ran 0.85-0.91x its speed; v4 spills none there and runs
 // 3.4x: bench/results/2026-11-27-prefill-29/call2.) A caller that needs a
-// prefill's bits to equal the decode kernel's (none does: the
-// batch-invariant cache keeps the decode plan to stay as it was measured)
-// does not call it.
+// prefill's bits to equal the decode kernel's (none does; the
+// batch-invariant cache took the decode plan until session 30) does not
+// call it.
 func PrefillRoute(l DecodeLayout, s DecodeShape) bool {
 	if !PrefillReads(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
 		return false

@@ -203,12 +203,17 @@ type layerKernels struct {
 
 // faPlanned reports whether a cache plans prefill.cu (layerKernels.fa) for
 // layout l: where a whole chunk of MaxChunk tokens would take it
-// (kernels.PrefillRoute), unless the tuning says no (BITDECODE_PREFILL_FA=0)
-// or the cache is batch-invariant, whose prefill stays on the decode kernel
-// it was measured and checked with (TestGPUCacheBatchInvariant).
+// (kernels.PrefillRoute), unless the tuning says no (BITDECODE_PREFILL_FA=0).
+// A batch-invariant cache takes it too (since session 30; before, its
+// prefill stayed on the decode kernel): prefill.cu's bits for a chunk depend
+// on its sequence and the chunk alone (no splits across CTAs, each CTA one
+// sequence; the dequantizing route gives the same bits), a prefill run is
+// one sequence, and a preempted request recomputes its prompt in the same
+// chunks (engine.Scheduler), so a request's bits still do not depend on its
+// batch (TestGPUBatchInvariantLogits, TestGPUBatchInvariantScheduler).
 func (c *Paged) faPlanned(l kernels.DecodeLayout) bool {
 	whole := kernels.DecodeShape{B: 1, Hq: c.shape.Hq, Hkv: c.shape.Hkv, Tq: c.opts.MaxChunk}
-	return kernels.PrefillRoute(l, whole) && !c.tuning.Decode.NoPrefill && !c.opts.BatchInvariant
+	return kernels.PrefillRoute(l, whole) && !c.tuning.Decode.NoPrefill
 }
 
 // runFA reports whether run r of layer kernels lk launches prefill.cu
