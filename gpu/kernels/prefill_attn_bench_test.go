@@ -13,7 +13,7 @@ import (
 
 // BenchmarkPrefillAttention times one prefill chunk's attention the way
 // kvcache/gpukv's Paged launches it: Tq = 512 new tokens (and 128 and 256
-// for two formats: a prompt's short last chunk, where PrefillRoute's
+// for five formats: a prompt's short last chunk, where PrefillRoute's
 // prefillMinRows draws its line) at the end of a sequence of L tokens (the
 // chunk's keys included), one sequence, through
 // prefill.cu (PlanPrefill) and through decode_mma.cu's prefill plan (the
@@ -42,7 +42,9 @@ func BenchmarkPrefillAttention(b *testing.B) {
 		cases = append(cases, bcase{spec, 32, 8, 64, 512}, bcase{spec, 16, 8, 256, 512})
 	}
 	for _, tq := range []int{128, 256} {
-		cases = append(cases, bcase{"fp16", 32, 8, 128, tq}, bcase{"int4", 32, 8, 128, tq})
+		for _, spec := range []string{"fp16", "int8", "int4", "int2", "k4v2"} {
+			cases = append(cases, bcase{spec, 32, 8, 128, tq})
+		}
 	}
 	keep := map[string]bool{}
 	if v := os.Getenv(envBenchPrefillCases); v != "" {
