@@ -31,9 +31,29 @@ func prefillRowsOf(mt int) int { return 16 * mt * prefillWarps }
 // GPU without splitting the keys, which prefill.cu does not (decode_mma.cu's
 // plan splits them). Measured for v4 (H100, Hkv 8, 32K keys): at 512 rows
 // fp16's prefill.cu runs 1.64x the decode plan but int4's 0.55x, at 1024
-// rows 3.2x and 1.07x (docs/perf/prefill.md, "Where the prefill stands":
-// a threshold by format is a lead, held back by the cache tests' chunks).
+// rows 3.2x and 1.07x: layouts of at most 4 bits take prefillMinRowsNarrow.
 const prefillMinRows = 256
+
+// prefillMinRowsNarrow is prefillMinRows for layouts whose K and V are both
+// at most 4 bits: the decode plan's tiles of such a layout are cheap enough
+// that at 512 rows a KV head it beats prefill.cu even by v5's dequantizing
+// route, and from 1024 rows it loses. H100, Hq 32 / Hkv 8, D 128, one
+// sequence, us at 4K / 32K keys (bench/results/2026-11-27-prefill-30, call
+// 3): Tq 128 (512 rows) int4 decode plan 72.5 / 494.5 against 94.8 / 690.5,
+// int2 64.7 / 420.0 against 94.6 / 678.5, k4v2 72.5 / 485.5 against 94.8 /
+// 685.6 (int8 the other way: 136.7 / 1011.3 against 95.6 / 708.2); Tq 256
+// (1024 rows) int4 141.9 / 956.8 against 95.6 / 686.7, int2 124.2 / 811.6
+// against 96.5 / 680.8, k4v2 139.7 / 939.2 against 96.8 / 682.7.
+const prefillMinRowsNarrow = 1024
+
+// prefillMinRowsOf is the fewest query rows a KV head PrefillRoute sends to
+// prefill.cu for layout l.
+func prefillMinRowsOf(l DecodeLayout) int {
+	if l.KBits <= 4 && l.VBits <= 4 {
+		return prefillMinRowsNarrow
+	}
+	return prefillMinRows
+}
 
 // prefillTile returns prefill.cu's key tile TN for head dim d: 64 tokens,
 // 32 at D = 256 (its accumulators take twice the registers).
@@ -124,8 +144,9 @@ func PrefillReads(l DecodeLayout) bool {
 // PrefillRoute is the routing of a prefill launch of shape s over layout l:
 // true sends it to prefill.cu (PrefillPlan), false to decode_mma.cu's plan
 // with Tq > 1 (DecodePlan), as before session 28. prefill.cu takes a launch
-// whose KV heads each hold at least prefillMinRows query rows (Tq times the
-// group: a 512-token chunk of Llama-3.1-8B is 2048), of a layout it reads
+// whose KV heads each hold at least prefillMinRowsOf(l) query rows (Tq times
+// the group: a 512-token chunk of Llama-3.1-8B is 2048; 256 rows, 1024 where
+// K and V are both at most 4 bits), of a layout it reads
 // (PrefillReads); the decode plan takes the rest: decode steps, short
 // chunks (whose few row tiles would leave SMs idle without a split of the
 // keys) and anything prefill.cu does not read. (v3's prefillFaster also
@@ -139,7 +160,7 @@ func PrefillRoute(l DecodeLayout, s DecodeShape) bool {
 	if !PrefillReads(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
 		return false
 	}
-	return s.Hq/s.Hkv*s.Tq >= prefillMinRows
+	return s.Hq/s.Hkv*s.Tq >= prefillMinRowsOf(l)
 }
 
 // PrefillPlan is prefill.cu compiled for one layout and shape: one launch,

@@ -12,8 +12,8 @@ import (
 )
 
 // TestPrefillRoute checks the routing between prefill.cu and the decode
-// kernel's plan: by query rows a KV head (Tq times the group), and by what
-// prefill.cu reads.
+// kernel's plan: by query rows a KV head (Tq times the group; 256, or 1024
+// where K and V are both at most 4 bits), and by what prefill.cu reads.
 func TestPrefillRoute(t *testing.T) {
 	lay := func(spec string, d int) kernels.DecodeLayout {
 		l, err := kernels.LayoutFor(kv.MustResolve(spec, d).WithOrder(kv.MMA))
@@ -34,8 +34,14 @@ func TestPrefillRoute(t *testing.T) {
 		{"int4", 128, 32, 8, 1, false},  // a decode step
 		{"bf16", 64, 4, 4, 256, true},   // group 1
 		{"bf16", 64, 4, 4, 255, false},
-		{"k4v2", 256, 7, 1, 37, true}, // MQA, group 7: 259 rows
-		{"int2:kc32:v32", 128, 14, 2, 100, true},
+		{"k4v2", 256, 7, 1, 147, true},   // MQA, group 7: 1029 rows
+		{"k4v2", 256, 7, 1, 146, false},  // 1022 rows: K and V at most 4 bits take the decode plan below 1024
+		{"int4", 128, 32, 8, 255, false}, // 1020 rows
+		{"int4", 128, 32, 8, 256, true},  // 1024 rows
+		{"int8", 128, 32, 8, 64, true},   // 256 rows: 8-bit halves from 256
+		{"k8v4", 128, 32, 8, 64, true},
+		{"int2:kc32:v32", 128, 14, 2, 147, true},
+		{"int2:kc32:v32", 128, 14, 2, 100, false},
 		{"int8", 256, 32, 8, 512, true}, // v3 measured slower there (its prefillFaster); v4 3.4x faster
 		{"k8v4", 256, 32, 8, 512, true},
 		{"int4", 256, 32, 8, 512, true},

@@ -176,6 +176,35 @@ func runGPUSteps(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *r
 	return keys
 }
 
+// TestGPUCacheLongChunks drives caches through prefill chunks long enough
+// for prefill.cu at every format (kernels.PrefillRoute: 1024 query rows a
+// KV head where K and V are both at most 4 bits), so the low-bit layers
+// take its dequantizing route (kernels.PrefillPlan.LaunchDequant over the
+// cache's scratch copy), beside decode steps of another sequence and after
+// cached blocks, checking every output against attn.Reference.
+func TestGPUCacheLongChunks(t *testing.T) {
+	be := gpuBackend(t)
+	scenario := func(nr int) []gpuStep {
+		return []gpuStep{
+			{ids: []int{1}, lens: []int{512}},
+			{ids: []int{1}, lens: []int{300}},            // 1200 rows after 4 packed blocks
+			{ids: []int{2, 1}, lens: []int{min(2*nr+9, 480), 1}}, // a new sequence's chunk beside a decode step
+			{ids: []int{1, 2}, lens: []int{1, 1}},
+			{ids: []int{2}, lens: []int{400}},
+			{ids: []int{2, 1}, lens: []int{1, 1}},
+		}
+	}
+	for i, spec := range []string{"int4:rot", "int2", "k4v2:kt64", "int8", "int4:kc64:v64:res64"} {
+		sh := attn.Shape{Hq: 32, Hkv: 8, D: 128}
+		if i%2 == 1 {
+			sh = attn.Shape{Hq: 16, Hkv: 4, D: 64}
+		}
+		t.Run(spec, func(t *testing.T) {
+			runGPUSteps(t, be, spec, sh, rand.New(rand.NewPCG(uint64(40+i), 7)), 2048, 512, scenario)
+		})
+	}
+}
+
 // TestGPUCacheLengthBuckets: a cache of 16K tokens a sequence whose
 // sequences hold 1-2.1K: decode runs are planned and launched for their
 // length bucket (Paged.lenBucket: 1024, then 2048, then 4096 as the
