@@ -187,7 +187,7 @@ func TestGPUCacheLongChunks(t *testing.T) {
 	scenario := func(nr int) []gpuStep {
 		return []gpuStep{
 			{ids: []int{1}, lens: []int{512}},
-			{ids: []int{1}, lens: []int{300}},            // 1200 rows after 4 packed blocks
+			{ids: []int{1}, lens: []int{300}},                    // 1200 rows after 4 packed blocks
 			{ids: []int{2, 1}, lens: []int{min(2*nr+9, 480), 1}}, // a new sequence's chunk beside a decode step
 			{ids: []int{1, 2}, lens: []int{1, 1}},
 			{ids: []int{2}, lens: []int{400}},
