@@ -471,13 +471,18 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 // prefillScratchMax is the largest fp16 copy of a sequence's blocks a cache
 // allocates for prefill.cu's dequantizing route (PrefillPlan.LaunchDequant):
 // MaxLen·Hkv·D·4 bytes, 512 MiB for Llama-3.1-8B's heads at 128K tokens.
-// A cache whose copy would be larger, or whose device has no room for it,
-// prefills low-bit layers by prefill.cu's own per-tile dequantization (the
-// same bits, slower: docs/perf/prefill.md v5).
-const prefillScratchMax = 1 << 30
+// A cache whose copy would be larger, or whose device would keep less than
+// prefillScratchHeadroom free beside it, prefills low-bit layers by
+// prefill.cu's own per-tile dequantization (the same bits, slower:
+// docs/perf/prefill.md v5).
+const (
+	prefillScratchMax      = 1 << 30
+	prefillScratchHeadroom = 1 << 30
+)
 
 // allocPrefillScratch allocates c.faScratch where a layer's prefill plan
-// dequantizes and the copy fits prefillScratchMax and the device.
+// dequantizes and the copy fits prefillScratchMax and the device's free
+// memory with prefillScratchHeadroom to spare.
 func (c *Paged) allocPrefillScratch() error {
 	bytes := 0
 	for _, lk := range c.uniqueKernels() {
@@ -487,6 +492,17 @@ func (c *Paged) allocPrefillScratch() error {
 	}
 	if bytes == 0 || bytes > prefillScratchMax {
 		return nil
+	}
+	var free uint64
+	if err := c.dev.Do(func(x *cuda.Ctx) error {
+		var err error
+		free, _, err = x.MemInfo()
+		return err
+	}); err != nil {
+		return err
+	}
+	if free < uint64(bytes+prefillScratchHeadroom) {
+		return nil // the activations and workspaces after the pool come first
 	}
 	pool, err := c.dev.Alloc(bytes)
 	if err != nil {
