@@ -200,6 +200,16 @@ func TestGPUCacheLongChunks(t *testing.T) {
 			sh = attn.Shape{Hq: 16, Hkv: 4, D: 64}
 		}
 		t.Run(spec, func(t *testing.T) {
+			cfg := &model.Config{Architecture: "test", Layers: 2, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
+			gc, err := NewPaged(be, cfg, kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 4, MaxLen: 2048, MaxChunk: 512})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk := gc.kern[0]
+			if want := lk.lay.KBits < 16 && lk.lay.VBits < 16; lk.fa == nil || lk.fa.Dequantizes() != want || (gc.faScratch.Pool != 0) != want {
+				t.Errorf("%s: prefill plan %v, dequantizing route and scratch copy %v, want the route %v", spec, lk.fa != nil, gc.faScratch.Pool != 0, want)
+			}
+			gc.Close()
 			runGPUSteps(t, be, spec, sh, rand.New(rand.NewPCG(uint64(40+i), 7)), 2048, 512, scenario)
 		})
 	}
