@@ -50,3 +50,20 @@ func TestPlanesRefuseSoftcap(t *testing.T) {
 	}
 	pc.Close()
 }
+
+// TestNewFailsWithNilCache: where a cache cannot be made, New returns a nil
+// Cache beside its error, not a nil *Paged or *Planes inside the interface
+// (which a caller's cache != nil check takes for a cache and then closes:
+// serve's start-up panicked so on the GPU with too small a --kv-memory).
+func TestNewFailsWithNilCache(t *testing.T) {
+	m, _, be := tiny(t)
+	for _, spec := range []string{"fp16", planeServeSpec} {
+		c, err := New(be, m.Config(), kv.MustParseSpec(spec), Options{MaxSeqs: 16, MemoryBytes: 2048})
+		if err == nil || c != nil {
+			t.Errorf("%s in 2 KiB for 16 sequences: cache %#v, error %v; want a nil Cache and an error", spec, c, err)
+		}
+	}
+	if c, err := AsCache((*Paged)(nil), errors.New("no room")); c != nil || err == nil {
+		t.Errorf("AsCache of a nil *Paged with an error: %#v, %v", c, err)
+	}
+}
