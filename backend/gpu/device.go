@@ -27,7 +27,11 @@ func init() {
 				return nil, err
 			}
 			opts.BatchInvariant = opts.BatchInvariant || o.BatchInvariant
-			return Open(o.Ordinal, opts)
+			b, err := Open(o.Ordinal, opts)
+			if err != nil {
+				return nil, err // a nil Backend, not a nil *Backend inside one
+			}
+			return b, nil
 		},
 		OpenGroup: func(n int, o backend.OpenOptions) ([]backend.Backend, backend.Communicator, error) {
 			opts, err := ParseOptions(orNone(o.Env))
