@@ -180,6 +180,21 @@ type Backend interface {
 	Close() error
 }
 
+// RowRun is a run of rows of a step's tensors: rows [Start, Start+Len).
+type RowRun struct{ Start, Len int }
+
+// ChunkRows is implemented by backends whose batch-invariant mode can give
+// a prefill chunk's rows a faster path of their own (the CUDA backend):
+// SetChunkRows names, for the ops over T rows queued until the next call,
+// the runs of rows that are each one sequence's prefill chunk (T 0 or no
+// runs: none). In that mode a row's result may then depend on its chunk
+// (its length and contents) but still never on the rows beside it; ops over
+// other row counts, and backends without the mode, ignore it. The model's
+// Forward sets it for its batch and clears it when done.
+type ChunkRows interface {
+	SetChunkRows(T int, runs []RowRun)
+}
+
 // RandomLoader is implemented by backends that can make random weights
 // without host data (benchmark models of realistic size). Callers fall back
 // to LoadWeight with host-generated data where it is missing.

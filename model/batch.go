@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/bitdecode/bitdecode/backend"
 )
 
 // Batch is the set of new tokens that one Forward call processes: the
@@ -51,6 +53,18 @@ type Seq struct {
 	Start, Len int
 	// Output is what Forward returns of the sequence's output row.
 	Output Output
+}
+
+// ChunkRuns returns the rows of the batch's prefill chunks: one run per
+// sequence that brings more than one token (backend.ChunkRows).
+func (b *Batch) ChunkRuns() []backend.RowRun {
+	var runs []backend.RowRun
+	for _, s := range b.Seqs {
+		if s.Len > 1 {
+			runs = append(runs, backend.RowRun{Start: s.Start, Len: s.Len})
+		}
+	}
+	return runs
 }
 
 // Add appends a sequence's new tokens to the batch.

@@ -522,6 +522,10 @@ func (m *Llama) Forward(b *Batch, attn Attention) (*Logits, error) {
 			return nil, fmt.Errorf("model: forward: %w", err)
 		}
 	}
+	if cr, ok := be.(backend.ChunkRows); ok {
+		cr.SetChunkRows(T, b.ChunkRuns())
+		defer cr.SetChunkRows(0, nil)
+	}
 
 	qkv, gateUp := []backend.Tensor{q, k, v}, []backend.Tensor{gate, up} // LinearGroup's outputs
 	glu := be.SwiGLU

@@ -58,7 +58,10 @@
 // cuBLASLt; Options.BatchInvariant (BITDECODE_BATCH_INVARIANT=1, serve's
 // default on the GPU) sends every batch to linear.cu, so that a row's
 // logits do not depend on the rows computed beside it, and refuses packed
-// weights. Embedding, Rows, RMSNorm,
+// weights; the rows the model names as a prefill chunk (backend.ChunkRows)
+// run apart on the default choice for the chunk's length (chunk.go: their
+// bits depend on the chunk, never on the batch; Options.NoChunkPath for
+// comparisons). Embedding, Rows, RMSNorm,
 // RoPE, SwiGLU and Add are the kernels of gpu/kernels/ops.cu; they follow the
 // CPU's arithmetic (float64 sums of squares in RMSNorm, float64 cos and sin of
 // the float32 RoPE angle, unfused float32 products) and agree with it to an

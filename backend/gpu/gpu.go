@@ -110,6 +110,11 @@ type Backend struct {
 	qFolds int
 	graphs *graphCache // touched on the owner thread only
 
+	// chunks and inChunk: the batch-invariant mode's prefill chunk rows
+	// and whether the ops queued now are one's part (chunk.go).
+	chunks  chunkRows
+	inChunk bool
+
 	ropeAppends atomic.Int64 // attention ops folded onto q|k|v's GEMM (ropekv.go)
 	listsGiven  atomic.Int64 // q6 GEMVs whose list the op before wrote (normsel.go)
 	// q6Loaded is set once a weight runs DEC in gemv_q6_dec (q6DEC, or a

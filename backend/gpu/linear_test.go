@@ -52,6 +52,7 @@ type linearLayer struct {
 	w, b backend.Weight
 	N    int
 	wv   []float32
+	bv   []float32 // the bias's values (nil without one)
 }
 
 func loadLayer(t *testing.T, be backend.Backend, r *rand.Rand, N, K int, bias bool) linearLayer {
@@ -66,7 +67,8 @@ func loadLayer(t *testing.T, be backend.Backend, r *rand.Rand, N, K int, bias bo
 	}
 	l := linearLayer{w: w, N: N, wv: v}
 	if bias {
-		if l.b, err = be.LoadWeight("b", backend.F32, []int{N}, encode(backend.F32, randVec(r, N, 1))); err != nil {
+		l.bv = randVec(r, N, 1)
+		if l.b, err = be.LoadWeight("b", backend.F32, []int{N}, encode(backend.F32, l.bv)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -348,5 +350,65 @@ func linearGraphReplay(t *testing.T, be *gpu.Backend, joined bool) {
 	t.Logf("graph stats over four runs: %d captured, %d replayed, %d direct", captured, replayed, st.Direct-before.Direct)
 	if captured < 1 || replayed < 2 {
 		t.Errorf("%d flushes captured and %d replayed over four runs; want at least 1 and 2: the linears at %d rows do not replay in a CUDA graph", captured, replayed, T)
+	}
+}
+
+// TestBatchInvariantChunkRows checks the batch-invariant mode's prefill
+// chunks (backend.ChunkRows, chunk.go): in a step of decode rows around a
+// 200-row chunk, Linear and LinearGroup give the decode rows bitwise the
+// rows computed one at a time, and the chunk's rows bitwise the same chunk
+// computed as a step of its own (its bits depend on the chunk, not on the
+// rows beside it), within fp16 rounding of a float64 product; a layer whose
+// outputs are not whole 64-float rows is not split (every row as the mode
+// computes it alone).
+func TestBatchInvariantChunkRows(t *testing.T) {
+	be := invariantBackend(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	const K = 256
+	const before, chunk, after = 3, 200, 2
+	T := before + chunk + after
+	split := []linearLayer{loadLayer(t, be, r, 128, K, true), loadLayer(t, be, r, 192, K, false)}
+	whole := []linearLayer{loadLayer(t, be, r, 96, K, true), loadLayer(t, be, r, 33, K, false)}
+	x := randVec(r, T*K, 1)
+	withChunks := func(T int, runs []backend.RowRun, f func() [][]float32) [][]float32 {
+		be.SetChunkRows(T, runs)
+		defer be.SetChunkRows(0, nil)
+		return f()
+	}
+	for _, group := range []bool{false, true} {
+		for _, ls := range [][]linearLayer{split, whole} {
+			all := withChunks(T, []backend.RowRun{{Start: before, Len: chunk}}, func() [][]float32 { return run(t, be, x, T, K, ls, group) })
+			alone := withChunks(chunk, []backend.RowRun{{Start: 0, Len: chunk}}, func() [][]float32 {
+				return run(t, be, x[before*K:(before+chunk)*K], chunk, K, ls, group)
+			})
+			for i, l := range ls {
+				what := fmt.Sprintf("group=%v N=%d", group, l.N)
+				sameBits(t, what+" chunk rows", all[i][before*l.N:(before+chunk)*l.N], alone[i])
+				for _, ti := range []int{0, before - 1, before + chunk, T - 1, before, before + chunk - 1} {
+					if ti >= before && ti < before+chunk && l.N%64 == 0 {
+						continue // a chunk row: its chunk's bits, checked above
+					}
+					one := run(t, be, x[ti*K:(ti+1)*K], 1, K, ls, group)
+					sameBits(t, fmt.Sprintf("%s row %d", what, ti), all[i][ti*l.N:(ti+1)*l.N], one[i])
+				}
+				for ti := range T {
+					for n := range l.N {
+						var ref, mag float64
+						for k := range K {
+							p := float64(x[ti*K+k]) * float64(l.wv[n*K+k])
+							ref, mag = ref+p, mag+math.Abs(p)
+						}
+						if l.bv != nil {
+							ref += float64(l.bv[n])
+						}
+						// x rounded to fp16 (2^-11 of each product) and
+						// float32 sums: within 2^-10 of the magnitudes.
+						if got := float64(all[i][ti*l.N+n]); math.Abs(got-ref) > mag/1024+1e-6 {
+							t.Fatalf("%s row %d channel %d: %g, float64 %g (within %g)", what, ti, n, got, ref, mag/1024)
+						}
+					}
+				}
+			}
+		}
 	}
 }

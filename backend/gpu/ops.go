@@ -314,14 +314,16 @@ const (
 // for T rows of K inputs; joined says the group's weights lie one after
 // another in one allocation (join.go), so that cuBLASLt computes it as
 // one GEMM. In the batch-invariant mode every T takes linear.cu, so that
-// a row's result does not depend on the rows beside it.
+// a row's result does not depend on the rows beside it, except a prefill
+// chunk's rows, which take the default choice for the chunk's length apart
+// from the step's others (chunk.go: invariant()).
 func (b *Backend) fp16Path(T, N, K int, joined bool) linearPath {
 	minBytes := cublasNarrowMinBytes
 	if joined {
 		minBytes = cublasJoinedMinBytes
 	}
 	switch {
-	case b.opts.BatchInvariant:
+	case b.invariant():
 		return pathMMA
 	case b.opts.NoGEMV || K%8 != 0 || T > mmaDecodeRows:
 		return pathCublas
@@ -350,6 +352,12 @@ func (b *Backend) Linear(dst, x backend.Tensor, w backend.Weight, bias backend.W
 	d, xt, wt, bt, err := b.linearOperands(op, dst, x, w, bias)
 	if err != nil {
 		b.fail(err)
+		return
+	}
+	T, _ := xt.matrix()
+	_, N := d.matrix()
+	if parts := b.chunkParts(T, N); parts != nil && !wt.isQuant() {
+		b.inParts(parts, func(p rowPart) { b.linear(d.rowsOf(p.start, p.n), xt.rowsOf(p.start, p.n), wt, bt) })
 		return
 	}
 	b.linear(d, xt, wt, bt)
@@ -482,6 +490,20 @@ func (b *Backend) LinearGroup(dsts []backend.Tensor, x backend.Tensor, ws, biase
 		}
 	}
 	T, K := xt.matrix()
+	ns := make([]int, len(groups))
+	for i, g := range groups {
+		ns[i] = g.N
+	}
+	if parts := b.chunkParts(T, ns...); parts != nil && grouped {
+		b.inParts(parts, func(p rowPart) {
+			views := make([]backend.Tensor, len(dsts))
+			for i, o := range each {
+				views[i] = o.d.rowsOf(p.start, p.n)
+			}
+			b.LinearGroup(views, xt.rowsOf(p.start, p.n), ws, biases)
+		})
+		return
+	}
 	if t := b.tiledGroup(T, K, groups, func(i int) *weight { return each[i].wt }); t != nil && !b.opts.BatchInvariant {
 		// One row over packed weights JoinWeights placed one after
 		// another in the tiled layout: one v6.1 GEMV over them all, its
@@ -578,7 +600,7 @@ func (b *Backend) launchLinear(op string, xt *tensor, T, K int, groups ...kernel
 		}
 		return b.lin.LaunchGroups(c, b.stream, xt.ptr, buf, T, K, groups...)
 	}}
-	if T <= kernels.LinearTunedMaxRows && b.opts.BatchInvariant {
+	if T <= kernels.LinearTunedMaxRows && b.invariant() {
 		// The batch-invariant mode's narrow kernel at one n-tile (up to
 		// 8 rows: the launches gemv.cu takes otherwise at 1-2): a group
 		// of two or three weights may take the op after it into its

@@ -89,6 +89,10 @@ const (
 	// EnvNoLinearFold is Options.NoLinearFold: SwiGLU (GeGLU) and RoPE run
 	// as their own launches after linear.cu's narrow kernel (comparisons).
 	EnvNoLinearFold = "BITDECODE_NO_LINEAR_FOLD"
+	// EnvNoChunkPath is Options.NoChunkPath: in the batch-invariant mode a
+	// prefill chunk's rows run linear.cu with the step's others, as before
+	// session 30 (comparisons).
+	EnvNoChunkPath = "BITDECODE_NO_CHUNK_PATH"
 	// EnvNoRoPEAppend is Options.NoRoPEAppend: a KV cache's append reads
 	// q, k and v from q|k|v's RoPE split after it, as its own launch
 	// (comparisons).
@@ -285,6 +289,12 @@ type Options struct {
 	// decode-step.md v30). The same bits. (The default mode's linear.cu
 	// launches never fold.)
 	NoLinearFold bool
+	// NoChunkPath, in the batch-invariant mode, computes a prefill chunk's
+	// rows of a linear layer with the step's other rows on linear.cu, where
+	// by default they run apart on the default mode's path for the chunk's
+	// length (chunk.go: a row's bits then depend on its chunk, never on its
+	// batch).
+	NoChunkPath bool
 	// NoRoPEAppend keeps a KV cache's attention op apart from the joined
 	// q|k|v GEMM with RoPE queued before it: rope_cols writes float32 q, k
 	// and v and the cache's append reads them back, instead of one launch
@@ -430,7 +440,7 @@ func ParseOptions(lookup func(string) (string, bool)) (Options, error) {
 		dst  *bool
 	}{{EnvNoGEMV, &o.NoGEMV}, {EnvMMADecode, &o.MMADecode}, {EnvBatchInvariant, &o.BatchInvariant}, {EnvNoGraphs, &o.NoGraphs},
 		{EnvNoPDL, &o.NoPDL}, {EnvPDLEarly, &o.PDLEarlyWeights}, {EnvNoNormEarly, &o.NoEarlyNorm},
-		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvNoLinearPersistent, &o.NoLinearPersistent},
+		{EnvNoLinearEarly, &o.NoLinearEarly}, {EnvNoLinearFold, &o.NoLinearFold}, {EnvNoChunkPath, &o.NoChunkPath}, {EnvNoLinearPersistent, &o.NoLinearPersistent},
 		{EnvNoRoPEAppend, &o.NoRoPEAppend}, {EnvGEMVQV2, &o.GEMVQV2}, {EnvGEMVQV3, &o.GEMVQV3}, {EnvGEMVQWQ, &o.GEMVQWQ},
 		{EnvGEMVQV51, &o.GEMVQV51}, {EnvGEMVQV61, &o.GEMVQV61}, {EnvGEMVQInt3V32, &o.GEMVQInt3V32},
 		{EnvGEMVQInt8V4, &o.GEMVQInt8V4}, {EnvGEMMQOff, &o.GEMMQOff}, {EnvGEMVQApart, &o.GEMVQApart}, {EnvNoMoEPacked, &o.NoMoEPacked},
