@@ -51,7 +51,19 @@ var (
 	_ backend.RandomSplitLoader      = (*Backend)(nil)
 	_ backend.RandomQuantSplitLoader = (*Backend)(nil)
 	_ backend.HeadDimPadder          = (*Backend)(nil)
+	_ backend.ChunkRows              = (*Backend)(nil)
 )
+
+// SetChunkRows implements backend.ChunkRows: each rank that takes the hint
+// gets it (every rank's ops run over the same rows, its share of the
+// columns).
+func (b *Backend) SetChunkRows(T int, runs []backend.RowRun) {
+	for _, r := range b.ranks {
+		if c, ok := r.(backend.ChunkRows); ok {
+			c.SetChunkRows(T, runs)
+		}
+	}
+}
 
 // PadHeadDim implements backend.HeadDimPadder: the largest head dim any
 // rank asks for (every rank holds whole heads of it: the loader splits q, k,

@@ -269,3 +269,32 @@ func TestQuantParts(t *testing.T) {
 		t.Fatalf("96 channels a rank in groups of 64: %v", err)
 	}
 }
+
+// chunkRank is a CPU rank that records backend.ChunkRows calls.
+type chunkRank struct {
+	backend.Backend
+	got [][2]int // (T, runs) per call
+}
+
+func (c *chunkRank) SetChunkRows(T int, runs []backend.RowRun) {
+	c.got = append(c.got, [2]int{T, len(runs)})
+}
+
+// TestChunkRowsForwarded: the group passes the model's prefill-chunk rows
+// on to every rank that takes them (and to no other).
+func TestChunkRowsForwarded(t *testing.T) {
+	a, c := &chunkRank{Backend: cpu.New(1)}, &chunkRank{Backend: cpu.New(1)}
+	ranks := []backend.Backend{a, cpu.New(1), c}
+	b, err := New(ranks, backend.NewHostCommunicator(ranks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.SetChunkRows(300, []backend.RowRun{{Start: 2, Len: 256}})
+	b.SetChunkRows(0, nil)
+	for i, r := range []*chunkRank{a, c} {
+		if len(r.got) != 2 || r.got[0] != [2]int{300, 1} || r.got[1] != [2]int{0, 0} {
+			t.Errorf("rank %d got %v, want [[300 1] [0 0]]", 2*i, r.got)
+		}
+	}
+}
