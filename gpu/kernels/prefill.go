@@ -47,9 +47,15 @@ const prefillMinRows = 256
 const prefillMinRowsNarrow = 1024
 
 // prefillMinRowsOf is the fewest query rows a KV head PrefillRoute sends to
-// prefill.cu for layout l.
-func prefillMinRowsOf(l DecodeLayout) int {
-	if l.KBits <= 4 && l.VBits <= 4 {
+// prefill.cu for layout l at GQA group g: prefillMinRowsNarrow for K and V
+// of at most 4 bits in a group of two or more, prefillMinRows otherwise.
+// At one query head a KV head (MHA) the decode plan has no group to share
+// its tiles over and loses from 256 rows: H100, Hq = Hkv = 32, D 128, Tq 256,
+// us at 4K / 32K keys (bench/results/2026-11-27-prefill-30, call 8): int4
+// decode plan 140.5 / 955.1 against prefill.cu's 113.4 / 888.9, int2 123.2 /
+// 802.7 against 104.9 / 811.6.
+func prefillMinRowsOf(l DecodeLayout, g int) int {
+	if l.KBits <= 4 && l.VBits <= 4 && g >= 2 {
 		return prefillMinRowsNarrow
 	}
 	return prefillMinRows
@@ -146,7 +152,7 @@ func PrefillReads(l DecodeLayout) bool {
 // with Tq > 1 (DecodePlan), as before session 28. prefill.cu takes a launch
 // whose KV heads each hold at least prefillMinRowsOf(l) query rows (Tq times
 // the group: a 512-token chunk of Llama-3.1-8B is 2048; 256 rows, 1024 where
-// K and V are both at most 4 bits), of a layout it reads
+// K and V are both at most 4 bits in a GQA group), of a layout it reads
 // (PrefillReads); the decode plan takes the rest: decode steps, short
 // chunks (whose few row tiles would leave SMs idle without a split of the
 // keys) and anything prefill.cu does not read. (v3's prefillFaster also
@@ -160,7 +166,8 @@ func PrefillRoute(l DecodeLayout, s DecodeShape) bool {
 	if !PrefillReads(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
 		return false
 	}
-	return s.Hq/s.Hkv*s.Tq >= prefillMinRowsOf(l)
+	g := s.Hq / s.Hkv
+	return g*s.Tq >= prefillMinRowsOf(l, g)
 }
 
 // PrefillPlan is prefill.cu compiled for one layout and shape: one launch,
@@ -283,6 +290,25 @@ func (p *PrefillPlan) Out32() bool { return !p.noOut32 }
 // (LaunchDequant): a low-bit layout's launch over an fp16 copy of its
 // blocks.
 func (p *PrefillPlan) Dequantizes() bool { return p.via != nil }
+
+// DequantPays reports whether a launch of shape s runs faster by the
+// dequantizing route than directly (where the plan has it): in a GQA group
+// of two or more, or from 1024 query rows a KV head. The copy costs its
+// Hkv·L·D fp16 writes and reads once a chunk, where the direct kernel
+// dequantizes each tile once per CTA; at one query head a KV head (MHA) a
+// chunk of few rows has few CTAs per head and the copy's bytes weigh more.
+// H100, Hq = Hkv = 32, D 128, int4, us at 32K keys (direct / via; call 8 of
+// bench/results/2026-11-27-prefill-30): Tq 256 888.9 / 872.6 (at 4K 113.4 /
+// 122.2), Tq 512 1294.1 / 1361.4, Tq 1024 2542.7 / 2370.2; at Hkv 8 (group
+// 4) the route wins from 512 rows (Tq 128 886.8 / 690.5). Either way the same
+// bits.
+func (p *PrefillPlan) DequantPays(s DecodeShape) bool {
+	if p.via == nil || s.Hkv < 1 {
+		return false
+	}
+	g := s.Hq / s.Hkv
+	return g >= 2 || g*s.Tq >= prefillMinRowsNarrow
+}
 
 // ScratchBytes returns the bytes of the fp16 copy LaunchDequant writes for
 // a sequence of maxBlocks packed blocks (its block table's width) and hkv KV

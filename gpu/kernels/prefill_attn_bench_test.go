@@ -14,7 +14,8 @@ import (
 // BenchmarkPrefillAttention times one prefill chunk's attention the way
 // kvcache/gpukv's Paged launches it: Tq = 512 new tokens (and 128 and 256
 // for five formats: a prompt's short last chunk, where PrefillRoute's
-// prefillMinRows draws its line) at the end of a sequence of L tokens (the
+// prefillMinRows draws its line; and 256-1024 at MHA's 32 KV heads, a row
+// a token) at the end of a sequence of L tokens (the
 // chunk's keys included), one sequence, through
 // prefill.cu (PlanPrefill) and through decode_mma.cu's prefill plan (the
 // cache's before session 28: DecodeAuto, splits of 8192 tokens), for
@@ -44,6 +45,11 @@ func BenchmarkPrefillAttention(b *testing.B) {
 	for _, tq := range []int{128, 256} {
 		for _, spec := range []string{"fp16", "int8", "int4", "int2", "k4v2"} {
 			cases = append(cases, bcase{spec, 32, 8, 128, tq})
+		}
+	}
+	for _, tq := range []int{256, 512, 1024} { // MHA (group 1: Llama 2, Phi-3-mini): Tq rows a KV head
+		for _, spec := range []string{"fp16", "int4", "int2"} {
+			cases = append(cases, bcase{spec, 32, 32, 128, tq})
 		}
 	}
 	keep := map[string]bool{}

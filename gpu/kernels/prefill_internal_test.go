@@ -88,3 +88,29 @@ func TestPrefillDequantRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillDequantPays checks when a plan with the dequantizing route
+// takes it (PrefillPlan.DequantPays): in a GQA group at any chunk, at MHA
+// from 1024 query rows a KV head; never without the route.
+func TestPrefillDequantPays(t *testing.T) {
+	with, without := &PrefillPlan{via: &PrefillPlan{}}, &PrefillPlan{}
+	for _, tt := range []struct {
+		hq, hkv, tq int
+		want        bool
+	}{
+		{32, 8, 128, true},    // group 4, 512 rows (call 8: 690.5 against 886.8 us)
+		{14, 2, 37, true},     // group 7
+		{32, 32, 256, false},  // MHA, 256 rows (872.6 against 888.9 at 32K, 122.2 against 113.4 at 4K)
+		{32, 32, 512, false},  // 1361.4 against 1294.1
+		{32, 32, 1024, true},  // 2370.2 against 2542.7
+		{32, 32, 1023, false}, // just under
+	} {
+		s := DecodeShape{B: 1, Hq: tt.hq, Hkv: tt.hkv, Tq: tt.tq}
+		if got := with.DequantPays(s); got != tt.want {
+			t.Errorf("Hq %d Hkv %d Tq %d: DequantPays = %v, want %v", tt.hq, tt.hkv, tt.tq, got, tt.want)
+		}
+		if without.DequantPays(s) {
+			t.Errorf("Hq %d Hkv %d Tq %d: a plan without the route pays for it", tt.hq, tt.hkv, tt.tq)
+		}
+	}
+}

@@ -38,7 +38,9 @@ func TestPrefillRoute(t *testing.T) {
 		{"k4v2", 256, 7, 1, 146, false},  // 1022 rows: K and V at most 4 bits take the decode plan below 1024
 		{"int4", 128, 32, 8, 255, false}, // 1020 rows
 		{"int4", 128, 32, 8, 256, true},  // 1024 rows
-		{"int8", 128, 32, 8, 64, true},   // 256 rows: 8-bit halves from 256
+		{"int4", 128, 32, 32, 256, true}, // MHA: 256 rows, the decode plan has no group to share
+		{"int2", 128, 32, 32, 255, false},
+		{"int8", 128, 32, 8, 64, true}, // 256 rows: 8-bit halves from 256
 		{"k8v4", 128, 32, 8, 64, true},
 		{"int2:kc32:v32", 128, 14, 2, 147, true},
 		{"int2:kc32:v32", 128, 14, 2, 100, false},

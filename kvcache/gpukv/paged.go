@@ -1011,7 +1011,7 @@ func (c *Paged) Attend(layer int, b *model.Batch, q, k, v, out backend.Tensor) e
 			shape := kernels.DecodeShape{B: r.n, Hq: sh.Hq, Hkv: sh.Hkv, Tq: r.tq, MaxBlocks: c.maxBlk, MaxL: c.runMaxL(r), Window: window, Softcap: c.softcap}
 			if c.runFA(lk, r) { // prefill.cu: 64 or 128 query rows a CTA (docs/perf/prefill.md)
 				var err error
-				if r.n == 1 && lk.fa.Dequantizes() && c.faScratch.Pool != 0 {
+				if r.n == 1 && lk.fa.DequantPays(shape) && c.faScratch.Pool != 0 {
 					err = lk.fa.LaunchDequant(x, st, bufs, shape, 0, c.faScratch) // over an fp16 copy of the blocks (v5)
 				} else {
 					err = lk.fa.LaunchShape(x, st, bufs, shape, 0)
