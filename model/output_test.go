@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,5 +190,45 @@ func TestLogitsRows(t *testing.T) {
 	whole := &Logits{Vocab: 2, Data: []float32{float32(math.NaN()), 1, 3, 3}}
 	if whole.Rows() != 2 || whole.Token(0) != 0 || whole.Token(1) != 0 {
 		t.Fatalf("whole: Rows %d, tokens %d %d, want 2, 0 (NaN first), 0 (first of equal)", whole.Rows(), whole.Token(0), whole.Token(1))
+	}
+}
+
+// chunkCPU is the CPU backend recording backend.ChunkRows calls.
+type chunkCPU struct {
+	*cpu.Backend
+	calls [][]int // T, then each run's Start and Len
+}
+
+func (c *chunkCPU) SetChunkRows(T int, runs []backend.RowRun) {
+	call := []int{T}
+	for _, r := range runs {
+		call = append(call, r.Start, r.Len)
+	}
+	c.calls = append(c.calls, call)
+}
+
+// TestForwardChunkRows: Forward names its batch's prefill chunks (the rows of
+// each sequence that brings more than one token, Batch.ChunkRuns) to a
+// backend that takes them, before its ops, and clears them when done.
+func TestForwardChunkRows(t *testing.T) {
+	cfg, err := ParseConfig([]byte(outputConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &chunkCPU{Backend: cpu.New(1)}
+	m, err := NewRandom(cfg, be, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Add(0, 0, 5, 6, 7) // rows 0-2: a chunk
+	b.Add(1, 0, 9)       // row 3: one token
+	b.Add(2, 0, 1, 2)    // rows 4-5: a chunk
+	if _, err := m.Forward(&b, NewDenseCache(be, cfg)); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{6, 0, 3, 4, 2}, {0}}
+	if !slices.EqualFunc(be.calls, want, slices.Equal[[]int]) {
+		t.Errorf("SetChunkRows calls %v, want %v", be.calls, want)
 	}
 }
