@@ -167,7 +167,7 @@ func Register(p Provider) {
 // sized by o.
 func New(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (Cache, error) {
 	if tb, ok := be.(*tp.Backend); ok {
-		return asCache(newTP(tb, cfg, spec, o))
+		return AsCache(newTP(tb, cfg, spec, o))
 	}
 	providersMu.Lock()
 	ps := providers
@@ -178,24 +178,21 @@ func New(be backend.Backend, cfg *model.Config, spec kv.Spec, o Options) (Cache,
 		}
 	}
 	if spec.Planes.On {
-		return asCache(NewPlanes(be, cfg, spec, o))
+		return AsCache(NewPlanes(be, cfg, spec, o))
 	}
-	return asCache(NewPaged(be, cfg, spec, o))
+	return AsCache(NewPaged(be, cfg, spec, o))
 }
 
-// asCache returns c as a Cache, or a nil Cache where err is set: never a
-// nil pointer inside the interface, which a caller's c != nil check would
-// take for a cache to close.
-func asCache[C Cache](c C, err error) (Cache, error) {
+// AsCache returns c, or a nil Cache where err is set: never a nil pointer
+// inside the interface, which a caller's c != nil check would take for a
+// cache to close. Constructors of concrete caches pass their results
+// through it (AsCache(NewPaged(...))).
+func AsCache(c Cache, err error) (Cache, error) {
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
-
-// AsCache is asCache for a Cache made elsewhere (a provider's New): nil
-// where err is set, even if c holds a nil pointer.
-func AsCache(c Cache, err error) (Cache, error) { return asCache(c, err) }
 
 // ShapeOf returns the attention shape of model config cfg, checked.
 func ShapeOf(cfg *model.Config) (attn.Shape, error) {

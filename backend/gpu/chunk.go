@@ -41,6 +41,11 @@ func (b *Backend) SetChunkRows(T int, runs []backend.RowRun) {
 // mode's paths: the mode is on and they are not a prefill chunk's part.
 func (b *Backend) invariant() bool { return b.opts.BatchInvariant && !b.inChunk }
 
+// chunkRowFloats is the row length (float32 outputs) whose multiples start
+// every row 256-byte aligned, the alignment cuBLASLt keys its plans on
+// (cuda.Ctx.GEMM): a layer's rows are split only where each output is.
+const chunkRowFloats = 256 / 4
+
 // rowPart is a part of a step's rows: [start, start+n), a prefill chunk or
 // the rows between chunks.
 type rowPart struct {
@@ -53,11 +58,11 @@ type rowPart struct {
 // computes a prefill chunk's rows apart (see above); nil where it computes
 // them all at once.
 func (b *Backend) chunkParts(T int, ns ...int) []rowPart {
-	if !b.opts.BatchInvariant || b.inChunk || b.chunks.T != T || len(b.chunks.runs) == 0 || b.opts.NoChunkPath {
+	if !b.invariant() || b.chunks.T != T || len(b.chunks.runs) == 0 || b.opts.NoChunkPath {
 		return nil
 	}
 	for _, n := range ns {
-		if n%64 != 0 {
+		if n%chunkRowFloats != 0 {
 			return nil
 		}
 	}

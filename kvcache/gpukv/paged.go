@@ -110,7 +110,7 @@ type Paged struct {
 	// faScratch is prefill.cu's dequantizing route's fp16 copy of one
 	// sequence's blocks and its identity table (kernels.PrefillScratch),
 	// shared by the layers (their prefills run in stream order); zero where
-	// no layer's plan dequantizes or the copy would pass prefillScratchMax.
+	// no layer's plan dequantizes or the copy would not fit (allocPrefillScratch).
 	faScratch kernels.PrefillScratch
 
 	// book holds the blocks, slots and sequences, and which blocks are

@@ -25,17 +25,9 @@ func (provider) Serves(be backend.Backend) bool {
 func (provider) New(be backend.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Options) (kvcache.Cache, error) {
 	gb := be.(*gpu.Backend)
 	if spec.Planes.On {
-		c, err := NewPlanes(gb, cfg, spec, o)
-		if err != nil {
-			return nil, err // not a nil *Planes inside the interface
-		}
-		return c, nil
+		return kvcache.AsCache(NewPlanes(gb, cfg, spec, o))
 	}
-	c, err := NewPaged(gb, cfg, spec, o)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return kvcache.AsCache(NewPaged(gb, cfg, spec, o))
 }
 
 // PadHeadDim returns the head dim the GPU caches hold a model of head dim d
