@@ -56,7 +56,8 @@ const (
 // Paged is the low-bit KV cache on the GPU, as a model.Attention for the
 // CUDA backend. Storage per layer: a pool of packed blocks
 // [Blocks][Hkv][BlockBytes] in kv.MMA order and 16-bit residual blocks
-// [MaxSeqs][Hkv][Nr][D] (kv.MMA order too); a sequence owns one residual
+// [MaxSeqs + stage][Hkv][Nr][D] (kv.MMA order too; the last stage slots
+// stage the blocks a batch fills, rounds.go); a sequence owns one residual
 // slot and a list of pool blocks (its block table; the same block ids in
 // every layer).
 //
@@ -64,9 +65,11 @@ const (
 // the block tables, lengths and the write plan once. Per layer, Attend
 //
 //  1. writes the new k and v into the residual blocks (kernels.KVWriter) in
-//     rounds: a round fills each sequence's residual up to its end, then
-//     one pack launch quantizes every residual that filled into its block
-//     (kernels.PackPlan.LaunchPaged), and the next round starts over; the
+//     rounds (rounds.go): a round writes its tokens into their sequences'
+//     slots, or a block the batch fills into a staging slot, then one pack
+//     launch quantizes every slot that holds a whole block into its block
+//     (kernels.PackPlan.LaunchPaged); a decode step and an aligned prefill
+//     chunk take one round; the
 //     first round's launch also converts q to fp16 (and a rotated format's
 //     appends rotate q, k and v on the way: KVWriter.AppendRot); a batch of
 //     one round may take q, k and v before RoPE from the joined q|k|v GEMM
@@ -106,6 +109,9 @@ type Paged struct {
 	kern []*layerKernels
 
 	pool, resK, resV []cuda.DevicePtr // per layer
+	// stage is the staging slots of each layer's residual after the
+	// sequences' MaxSeqs (rounds.go; stageSlots).
+	stage int
 
 	// faScratch is prefill.cu's dequantizing route's fp16 copy of one
 	// sequence's blocks and its identity table (kernels.PrefillScratch),
@@ -379,14 +385,15 @@ func NewPaged(be *gpu.Backend, cfg *model.Config, spec kv.Spec, o kvcache.Option
 			c.views = append(c.views, w)
 		}
 	}
-	resBytes := o.MaxSeqs * sh.Hkv * nr * sh.D * 2
+	c.stage = stageSlots(o.MaxChunk, nr)
+	resBytes := (o.MaxSeqs + c.stage) * sh.Hkv * nr * sh.D * 2
 	switch {
 	case o.Blocks > 0:
 	case o.MemoryBytes > 0:
 		per := kvcache.BlockBytesOf(fs, sh.Hkv)
 		c.opts.Blocks = int((o.MemoryBytes - 2*int64(resBytes)*int64(c.layers)) / per)
 		if c.opts.Blocks < 1 {
-			return nil, fmt.Errorf("gpukv: GPU cache: %d bytes do not hold the %d sequences' residual blocks and one block", o.MemoryBytes, o.MaxSeqs)
+			return nil, fmt.Errorf("gpukv: GPU cache: %d bytes do not hold the %d sequences' residual blocks, %d staging blocks and one block", o.MemoryBytes, o.MaxSeqs, c.stage)
 		}
 	default:
 		c.opts.Blocks = o.MaxSeqs * c.maxBlk
@@ -824,35 +831,15 @@ func (c *Paged) Begin(b *model.Batch) error {
 		}
 		p.views = append(p.views, v)
 	}
-	// Rounds: round r takes, of each sequence, the new tokens of its r-th
-	// residual fill; a sequence whose fill reaches Nr packs into its next
-	// block at the end of the round.
-	rounds := 0
-	for _, s := range b.Seqs {
-		rounds = max(rounds, (s.Pos+s.Len-1)/nr-s.Pos/nr+1)
+	// Write rounds (rounds.go): the blocks the batch fills pack from the
+	// staging slots where they can, in one round.
+	rs := make([]roundSeq, len(b.Seqs))
+	for i, s := range b.Seqs {
+		rs[i] = roundSeq{start: s.Start, pos: s.Pos, n: s.Len, slot: seqs[i].slot, blocks: seqs[i].blocks}
 	}
-	for r := range rounds {
-		slot, row := make([]int32, T), make([]int32, T)
-		for i := range slot {
-			slot[i] = -1
-		}
-		var src, dst []int32
-		for i, s := range b.Seqs {
-			g := seqs[i]
-			for j := range s.Len {
-				pos := s.Pos + j
-				if pos/nr-s.Pos/nr != r {
-					continue
-				}
-				slot[s.Start+j], row[s.Start+j] = int32(g.slot), int32(pos%nr)
-				if pos%nr == nr-1 {
-					src = append(src, int32(g.slot))
-					dst = append(dst, g.blocks[pos/nr])
-				}
-			}
-		}
-		rd := gpuRound{slot: put(slot...), row: put(row...), n: len(src)}
-		rd.src, rd.dst = put(src...), put(dst...)
+	for _, r := range planRounds(rs, T, nr, c.opts.MaxSeqs, c.stage) {
+		rd := gpuRound{slot: put(r.slot...), row: put(r.row...), n: len(r.src)}
+		rd.src, rd.dst = put(r.src...), put(r.dst...)
 		p.rounds = append(p.rounds, rd)
 	}
 	if err := c.upload(words); err != nil {
@@ -1078,6 +1065,18 @@ func (c *Paged) runMaxL(r gpuRun) int {
 	}
 	return r.maxL
 }
+
+// stageSlots is the staging slots of a cache whose chunks hold up to
+// maxChunk new tokens a sequence, for a residual of nr tokens: one per
+// block of an aligned chunk (every chunk of engine.Scheduler then packs in
+// one round), at most gpuStageMax.
+func stageSlots(maxChunk, nr int) int { return min(gpuStageMax, (maxChunk+nr-1)/nr) }
+
+// gpuStageMax caps a layer's staging slots: 16 hold a 2048-token chunk of
+// a 128-token residual (`run`'s default on the GPU) in 16 residual blocks,
+// 8 MiB a layer at Llama-3.1-8B's KV heads (256 MiB for its 32 layers; a
+// chunk of more blocks takes another round).
+const gpuStageMax = 16
 
 // gpuFillChunk is how many blocks FillRandom packs per launch.
 const gpuFillChunk = 64

@@ -215,6 +215,75 @@ func TestGPUCacheLongChunks(t *testing.T) {
 	}
 }
 
+// TestGPUStagingSameBits: the staging slots (rounds.go) change where a
+// batch's blocks wait to be packed, never a bit. The same batches of
+// random keys, values and queries (aligned and unaligned chunks, chunks of
+// more blocks than the staging slots, decode steps beside them) through a
+// cache without staging slots (every block from its sequence's own slot,
+// a round each: session 30's plan) and through caches with 1, 2 and the
+// default number give equal outputs element for element, every layer of
+// every step.
+func TestGPUStagingSameBits(t *testing.T) {
+	be := gpuBackend(t)
+	for i, spec := range []string{"int4:rot", "fp16", "int2", "k4v2:kt64:res64"} {
+		sh := attn.Shape{Hq: 12, Hkv: 4, D: 128}
+		if i%2 == 1 {
+			sh = attn.Shape{Hq: 8, Hkv: 1, D: 64}
+		}
+		t.Run(spec, func(t *testing.T) {
+			cfg := &model.Config{Architecture: "test", Layers: 2, Heads: sh.Hq, KVHeads: sh.Hkv, HeadDim: sh.D, MaxPositions: 4096}
+			var ref [][]float32
+			for _, stage := range []int{0, 1, 2, -1} {
+				gc, err := NewPaged(be, cfg, kv.MustParseSpec(spec), kvcache.Options{MaxSeqs: 4, MaxLen: 4096, MaxChunk: 2048})
+				if err != nil {
+					t.Fatal(err)
+				}
+				nr := gc.format.Residual
+				if stage >= 0 {
+					gc.stage = stage // a smaller use of the slots Open allocated
+				} else if gc.stage != stageSlots(2048, nr) {
+					t.Fatalf("%d staging slots, want %d", gc.stage, stageSlots(2048, nr))
+				}
+				steps := []gpuStep{
+					{ids: []int{1}, lens: []int{4*nr + 7}},             // aligned, to a tail
+					{ids: []int{2, 1}, lens: []int{2 * nr, 1}},         // aligned, to a block's end; a decode step
+					{ids: []int{1}, lens: []int{3*nr - 8}},             // inside a block, to a block's end
+					{ids: []int{1, 2}, lens: []int{nr + 5, 1}},         // inside a block, to a tail (two rounds)
+					{ids: []int{3, 2, 1}, lens: []int{5*nr - 3, 1, 1}}, // more blocks than 1 or 2 slots
+					{ids: []int{2, 3}, lens: []int{nr + 5, 1}},         // inside a block, to a tail
+				}
+				r := rand.New(rand.NewPCG(uint64(i), 31))
+				n := 0
+				for si, step := range steps {
+					var b model.Batch
+					for j, id := range step.ids {
+						b.Add(id, gc.Len(id), make([]int32, step.lens[j])...)
+					}
+					if err := gc.Begin(&b); err != nil {
+						t.Fatalf("stage %d step %d: %v", stage, si, err)
+					}
+					for l := range cfg.Layers {
+						_, _, _, got := attendRandom(t, be, gc, l, &b, sh, r)
+						if stage == 0 {
+							ref = append(ref, got)
+						} else if j := slices.IndexFunc(got, func(x float32) bool { return x != x }); j >= 0 {
+							t.Fatalf("stage %d step %d layer %d: NaN at %d", stage, si, l, j)
+						} else {
+							for e := range got {
+								if math.Float32bits(got[e]) != math.Float32bits(ref[n][e]) {
+									t.Fatalf("stage %d step %d layer %d: element %d is %v, %v without staging slots", stage, si, l, e, got[e], ref[n][e])
+								}
+							}
+						}
+						n++
+					}
+				}
+				gc.Close()
+			}
+		})
+	}
+}
+
 // TestGPUCacheLengthBuckets: a cache of 16K tokens a sequence whose
 // sequences hold 1-2.1K: decode runs are planned and launched for their
 // length bucket (Paged.lenBucket: 1024, then 2048, then 4096 as the
