@@ -309,3 +309,19 @@ func LayerCopies(f kv.Format, n int) []kv.Format {
 	}
 	return fs
 }
+
+// Stager is a Cache that keeps memory beside its pool and its residual
+// blocks for staging a batch's keys and values (the GPU cache's staging
+// slots: kvcache/gpukv's rounds.go); Options.MemoryBytes includes it.
+type Stager interface {
+	// StagingBytes is that memory, all layers and KV heads.
+	StagingBytes() int64
+}
+
+// StagingBytes returns c's staging memory (Stager), 0 for a cache without.
+func StagingBytes(c Cache) int64 {
+	if s, ok := c.(Stager); ok {
+		return s.StagingBytes()
+	}
+	return 0
+}

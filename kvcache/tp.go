@@ -245,6 +245,9 @@ func (c *TPCache) BlockBytes() int64 { return c.sum(Cache.BlockBytes) }
 // ResidualBytes implements Cache, summed over the ranks.
 func (c *TPCache) ResidualBytes() int64 { return c.sum(Cache.ResidualBytes) }
 
+// StagingBytes implements Stager, summed over the ranks.
+func (c *TPCache) StagingBytes() int64 { return c.sum(StagingBytes) }
+
 // Bytes implements Cache, summed over the ranks.
 func (c *TPCache) Bytes(id int) (bytes, fp16Bytes int64) {
 	for _, rc := range c.ranks {

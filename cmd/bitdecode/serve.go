@@ -267,9 +267,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()),
 			humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()), *f.maxSeqs, sched.ContextLimit(), p.High, p.Medium, p.Low, p.Evicted)
 	} else {
-		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each) = %s; up to %d tokens per request",
+		staging, stagingNote := kvcache.StagingBytes(cache), ""
+		if staging > 0 {
+			stagingNote = fmt.Sprintf(" + %s staging a prefill chunk's blocks", humanBytes(staging))
+		}
+		logger.Printf("KV cache %s: %d blocks of %d tokens (%s each) + %d residual slots (%s each)%s = %s; up to %d tokens per request",
 			cache.Format().Spec.String(), cache.TotalBlocks(), cache.BlockTokens(), humanBytes(cache.BlockBytes()), *f.maxSeqs,
-			humanBytes(cache.ResidualBytes()), humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()), sched.ContextLimit())
+			humanBytes(cache.ResidualBytes()), stagingNote, humanBytes(int64(cache.TotalBlocks())*cache.BlockBytes()+int64(*f.maxSeqs)*cache.ResidualBytes()+staging), sched.ContextLimit())
 	}
 	if lm.TP > 1 {
 		logger.Printf("tensor parallelism over %d ranks: the KV figures above are all ranks together; each rank (GPU) holds the same blocks of its own KV heads in its --kv-memory of %s", lm.TP, humanBytes(memBytes))

@@ -611,6 +611,10 @@ func (c *Paged) ResidualBytes() int64 {
 	return int64(c.layers) * int64(c.shape.Hkv) * int64(c.format.Residual) * int64(c.shape.D) * 2 * 2
 }
 
+// StagingBytes implements kvcache.Stager: the staging slots of every layer
+// (rounds.go), K and V.
+func (c *Paged) StagingBytes() int64 { return int64(c.stage) * c.ResidualBytes() }
+
 // FreeBlocks implements kvcache.Cache: the pool blocks no sequence holds,
 // cached prefixes included (they are reclaimed on demand).
 func (c *Paged) FreeBlocks() int { return c.book.alloc.Free() }

@@ -243,6 +243,8 @@ func TestGPUStagingSameBits(t *testing.T) {
 					gc.stage = stage // a smaller use of the slots Open allocated
 				} else if gc.stage != stageSlots(2048, nr) {
 					t.Fatalf("%d staging slots, want %d", gc.stage, stageSlots(2048, nr))
+				} else if got, want := kvcache.StagingBytes(gc), int64(gc.stage)*gc.ResidualBytes(); got != want || got == 0 {
+					t.Fatalf("StagingBytes %d, want %d", got, want)
 				}
 				steps := []gpuStep{
 					{ids: []int{1}, lens: []int{4*nr + 7}},             // aligned, to a tail
