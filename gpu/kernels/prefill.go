@@ -24,38 +24,44 @@ const (
 // mt m16 tiles each (64 at mt = 1, 128 at mt = 2).
 func prefillRowsOf(mt int) int { return 16 * mt * prefillWarps }
 
-// prefillMinRows is the fewest query rows a KV head (Tq times the GQA
-// group) that PrefillRoute sends to prefill.cu: four of v3's 64-row tiles
-// (two of v4's 128), 32 of decode_mma.cu's 8-row chunks, each of which
-// re-reads the visible K/V. Below it a launch has too few CTAs to fill the
-// GPU without splitting the keys, which prefill.cu does not (decode_mma.cu's
-// plan splits them). Measured for v4 (H100, Hkv 8, 32K keys): at 512 rows
-// fp16's prefill.cu runs 1.64x the decode plan but int4's 0.55x, at 1024
-// rows 3.2x and 1.07x: layouts of at most 4 bits take prefillMinRowsNarrow.
-const prefillMinRows = 256
+// prefillMinRows is the fewest query rows of a launch (Tq times Hq: every
+// query head's rows) that PrefillRoute sends to prefill.cu, and
+// prefillMinRowsNarrow the same for layouts whose K and V are both at most 4
+// bits, whose decode-plan tiles are cheaper. The two kernels scale apart:
+// decode_mma.cu's plan takes 8 query rows a CTA and re-reads the visible K/V
+// for each, so its time follows the launch's rows (~0.12 us a row at 32K
+// keys, ~0.018 at 4K, for int4 at D 128 on the H100, whatever the group),
+// while prefill.cu reads the K/V once a 64-128-row tile and, below a wave of
+// CTAs, takes about one CTA's pass over the keys whatever its row count
+// (~650-690 us at 32K, ~93 at 4K, by the dequantizing route). So the line is
+// drawn in the launch's rows, not a KV head's: session 31's grid of groups 2,
+// 3, 4 and 7 (Hq/Hkv 16/8, 24/8, 32/8, 28/4; H100, D 128, one sequence, us at
+// 4K / 32K keys, the decode plan against prefill.cu by its copy;
+// bench/results/2026-11-27-staging-31, call 7) crosses between 4096 and 6144
+// rows for int4, int2 and k4v2 alike: 4096 rows (16/8 Tq 256, 32/8 Tq 128)
+// int4 73.2 / 495.4 against 93.9 / 681.8 and 72.7 / 494.8 against 94.1 /
+// 685.0, 3584 (28/4 Tq 128) 71.9 / 432.2 against 92.1 / 649.4; 6144 (24/8 Tq
+// 256) 107.4 / 725.4 against 94.2 / 681.1, 7168 (28/4 Tq 256) 128.4 / 843.1
+// against 92.8 / 650.5, 8192 (16/8 Tq 512, 32/8 Tq 256, and MHA's 32/32 Tq
+// 256 in session 30) prefill.cu by 1.1-1.5x. fp16 (prefill.cu direct)
+// crosses between 2048 and 3584: 2048 rows (16/8 Tq 128) 67.6 / 528.7
+// against 86.5 / 614.5, 3072 (24/8 Tq 128) 78.3 / 736.6 against 86.5 /
+// 616.6, 3584 (28/4) 143.2 / 884.1 against 86.8 / 618.9; int8's decode plan
+// costs what fp16's does (32/8 Tq 128: 136.7 / 1011.3 against 95.6 / 708.2 by
+// the copy). Until session 31 the lines were 256 and 1024 rows a KV head,
+// which sent 24/8's Tq 256 (768 rows a head) to the slower decode plan and
+// 16/8's fp16 Tq 128 (256 rows a head) to the slower prefill.cu. The
+// figures are the H100's 132 SMs'; a GPU of fewer SMs fills a wave sooner.
+const (
+	prefillMinRows       = 3072
+	prefillMinRowsNarrow = 5120
+)
 
-// prefillMinRowsNarrow is prefillMinRows for layouts whose K and V are both
-// at most 4 bits: the decode plan's tiles of such a layout are cheap enough
-// that at 512 rows a KV head it beats prefill.cu even by v5's dequantizing
-// route, and from 1024 rows it loses. H100, Hq 32 / Hkv 8, D 128, one
-// sequence, us at 4K / 32K keys (bench/results/2026-11-27-prefill-30, call
-// 3): Tq 128 (512 rows) int4 decode plan 72.5 / 494.5 against 94.8 / 690.5,
-// int2 64.7 / 420.0 against 94.6 / 678.5, k4v2 72.5 / 485.5 against 94.8 /
-// 685.6 (int8 the other way: 136.7 / 1011.3 against 95.6 / 708.2); Tq 256
-// (1024 rows) int4 141.9 / 956.8 against 95.6 / 686.7, int2 124.2 / 811.6
-// against 96.5 / 680.8, k4v2 139.7 / 939.2 against 96.8 / 682.7.
-const prefillMinRowsNarrow = 1024
-
-// prefillMinRowsOf is the fewest query rows a KV head PrefillRoute sends to
-// prefill.cu for layout l at GQA group g: prefillMinRowsNarrow for K and V
-// of at most 4 bits in a group of two or more, prefillMinRows otherwise.
-// At one query head a KV head (MHA) the decode plan has no group to share
-// its tiles over and loses from 256 rows: H100, Hq = Hkv = 32, D 128, Tq 256,
-// us at 4K / 32K keys (bench/results/2026-11-27-prefill-30, call 8): int4
-// decode plan 140.5 / 955.1 against prefill.cu's 113.4 / 888.9, int2 123.2 /
-// 802.7 against 104.9 / 811.6.
-func prefillMinRowsOf(l DecodeLayout, g int) int {
-	if l.KBits <= 4 && l.VBits <= 4 && g >= 2 {
+// prefillMinRowsOf is the fewest query rows of a launch (Tq·Hq) that
+// PrefillRoute sends to prefill.cu for layout l: prefillMinRowsNarrow for K
+// and V of at most 4 bits, prefillMinRows otherwise.
+func prefillMinRowsOf(l DecodeLayout) int {
+	if l.KBits <= 4 && l.VBits <= 4 {
 		return prefillMinRowsNarrow
 	}
 	return prefillMinRows
@@ -150,12 +156,12 @@ func PrefillReads(l DecodeLayout) bool {
 // PrefillRoute is the routing of a prefill launch of shape s over layout l:
 // true sends it to prefill.cu (PrefillPlan), false to decode_mma.cu's plan
 // with Tq > 1 (DecodePlan), as before session 28. prefill.cu takes a launch
-// whose KV heads each hold at least prefillMinRowsOf(l) query rows (Tq times
-// the group: a 512-token chunk of Llama-3.1-8B is 2048; 256 rows, 1024 where
-// K and V are both at most 4 bits in a GQA group), of a layout it reads
-// (PrefillReads); the decode plan takes the rest: decode steps, short
-// chunks (whose few row tiles would leave SMs idle without a split of the
-// keys) and anything prefill.cu does not read. (v3's prefillFaster also
+// of at least prefillMinRowsOf(l) query rows in all (Tq times Hq: a
+// 256-token chunk of Llama-3.1-8B is 8192; 3072 rows, 5120 where K and V are
+// both at most 4 bits), of a layout it reads (PrefillReads); the decode
+// plan takes the rest: decode steps, short chunks and models of few heads
+// (whose few row tiles would leave SMs idle without a split of the keys)
+// and anything prefill.cu does not read. (v3's prefillFaster also
 // kept 8-bit halves at D = 256 on the decode plan, where v3 spilled 1.2 KB
 // a thread and ran 0.85-0.91x its speed; v4 spills none there and runs
 // 3.4x: bench/results/2026-11-27-prefill-29/call2.) A caller that needs a
@@ -166,8 +172,7 @@ func PrefillRoute(l DecodeLayout, s DecodeShape) bool {
 	if !PrefillReads(l) || s.Hkv < 1 || s.Hq%s.Hkv != 0 {
 		return false
 	}
-	g := s.Hq / s.Hkv
-	return g*s.Tq >= prefillMinRowsOf(l, g)
+	return s.Hq*s.Tq >= prefillMinRowsOf(l)
 }
 
 // PrefillPlan is prefill.cu compiled for one layout and shape: one launch,
@@ -307,8 +312,12 @@ func (p *PrefillPlan) DequantPays(s DecodeShape) bool {
 		return false
 	}
 	g := s.Hq / s.Hkv
-	return g >= 2 || g*s.Tq >= prefillMinRowsNarrow
+	return g >= 2 || g*s.Tq >= dequantMinRows
 }
+
+// dequantMinRows is the query rows a KV head from which DequantPays takes
+// the dequantizing route at MHA (its measurements above).
+const dequantMinRows = 1024
 
 // ScratchBytes returns the bytes of the fp16 copy LaunchDequant writes for
 // a sequence of maxBlocks packed blocks (its block table's width) and hkv KV

@@ -14,9 +14,9 @@ import (
 // BenchmarkPrefillAttention times one prefill chunk's attention the way
 // kvcache/gpukv's Paged launches it: Tq = 512 new tokens (and 128 and 256
 // for five formats: a prompt's short last chunk, where PrefillRoute's
-// prefillMinRows draws its line; and 256-1024 at MHA's 32 KV heads, a row
+// prefillMinRowsOf draws its lines; and 256-1024 at MHA's 32 KV heads, a row
 // a token) at the end of a sequence of L tokens (the
-// chunk's keys included), one sequence, through
+// chunk's keys included; groups 2, 3 and 7 at Tq 128-512), one sequence, through
 // prefill.cu (PlanPrefill) and through decode_mma.cu's prefill plan (the
 // cache's before session 28: DecodeAuto, splits of 8192 tokens), for
 // formats and head dims PrefillRoute sends to prefill.cu. The pool holds
@@ -52,14 +52,23 @@ func BenchmarkPrefillAttention(b *testing.B) {
 			cases = append(cases, bcase{spec, 32, 32, 128, tq})
 		}
 	}
+	// Groups 2 (Gemma 2 9B's 16/8), 3 (Llama 3.2 3B's 24/8) and 7 (Qwen2.5
+	// 7B's 28/4): the grid behind prefillMinRowsOf's lines (a launch's rows).
+	for _, h := range [][2]int{{16, 8}, {24, 8}, {28, 4}} {
+		for _, tq := range []int{128, 256, 512} {
+			for _, spec := range []string{"fp16", "int4", "int2", "k4v2"} {
+				cases = append(cases, bcase{spec, h[0], h[1], 128, tq})
+			}
+		}
+	}
 	keep := map[string]bool{}
 	if v := os.Getenv(envBenchPrefillCases); v != "" {
 		for _, c := range strings.Split(v, ",") {
 			keep[strings.TrimSpace(c)] = true
 		}
 	}
-	fmt.Printf("prefill step %d (0: the tile), MT %d (0: the planner's); via fp16: the dequantizing route (LaunchDequant)\n%-16s %4s %4s %6s %12s %12s %8s %12s %8s\n", tuning.Decode.PrefillStep, tuning.Decode.PrefillMT,
-		"format", "D", "Tq", "L", "decode us", "prefill us", "speedup", "via fp16 us", "vs direct")
+	fmt.Printf("prefill step %d (0: the tile), MT %d (0: the planner's); via fp16: the dequantizing route (LaunchDequant)\n%-16s %5s %4s %4s %6s %12s %12s %8s %12s %8s\n", tuning.Decode.PrefillStep, tuning.Decode.PrefillMT,
+		"format", "heads", "D", "Tq", "L", "decode us", "prefill us", "speedup", "via fp16 us", "vs direct")
 	for _, c := range cases {
 		tq := c.tq
 		lay, err := kernels.LayoutFor(kv.MustResolve(c.spec, c.dd).WithOrder(kv.MMA))
@@ -131,7 +140,7 @@ func BenchmarkPrefillAttention(b *testing.B) {
 				vus := time(func(x *cuda.Ctx) error { return pp.LaunchDequant(x, d.Stream(), bufs, shape, 0, sc) })
 				via = fmt.Sprintf("%12.1f %8.2f", vus, pus/vus)
 			}
-			fmt.Printf("%-16s %4d %4d %6d %12.1f %12.1f %8.2f %s\n", c.spec, c.dd, tq, l, dus, pus, dus/pus, via)
+			fmt.Printf("%-16s %5s %4d %4d %6d %12.1f %12.1f %8.2f %s\n", c.spec, fmt.Sprintf("%d/%d", c.hq, c.hkv), c.dd, tq, l, dus, pus, dus/pus, via)
 		}
 	}
 }

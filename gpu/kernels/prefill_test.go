@@ -28,22 +28,30 @@ func TestPrefillRoute(t *testing.T) {
 		hq, hkv, tq int
 		want        bool
 	}{
-		{"int4", 128, 32, 8, 512, true}, // Llama-3.1-8B's chunk: 2048 rows a KV head
-		{"fp16", 128, 32, 8, 64, true},  // 256 rows
-		{"fp16", 128, 32, 8, 63, false}, // 252 rows: the decode plan
-		{"int4", 128, 32, 8, 1, false},  // a decode step
-		{"bf16", 64, 4, 4, 256, true},   // group 1
-		{"bf16", 64, 4, 4, 255, false},
-		{"k4v2", 256, 7, 1, 147, true},   // MQA, group 7: 1029 rows
-		{"k4v2", 256, 7, 1, 146, false},  // 1022 rows: K and V at most 4 bits take the decode plan below 1024
-		{"int4", 128, 32, 8, 255, false}, // 1020 rows
-		{"int4", 128, 32, 8, 256, true},  // 1024 rows
-		{"int4", 128, 32, 32, 256, true}, // MHA: 256 rows, the decode plan has no group to share
-		{"int2", 128, 32, 32, 255, false},
-		{"int8", 128, 32, 8, 64, true}, // 256 rows: 8-bit halves from 256
-		{"k8v4", 128, 32, 8, 64, true},
-		{"int2:kc32:v32", 128, 14, 2, 147, true},
-		{"int2:kc32:v32", 128, 14, 2, 100, false},
+		{"int4", 128, 32, 8, 512, true},  // Llama-3.1-8B's chunk: 16384 rows
+		{"int4", 128, 32, 8, 1, false},   // a decode step
+		{"fp16", 128, 32, 8, 96, true},   // 3072 rows
+		{"fp16", 128, 32, 8, 95, false},  // 3040 rows: the decode plan
+		{"fp16", 128, 16, 8, 128, false}, // group 2 (Gemma 2 9B), 2048 rows: measured faster on the decode plan
+		{"fp16", 128, 28, 4, 128, true},  // group 7 (Qwen2.5 7B), 3584 rows
+		{"bf16", 64, 4, 4, 768, true},    // a model of few heads: 3072 rows
+		{"bf16", 64, 4, 4, 767, false},
+		{"int4", 128, 32, 8, 160, true},  // 5120 rows: K and V at most 4 bits
+		{"int4", 128, 32, 8, 159, false}, // 5088 rows
+		{"int4", 128, 32, 8, 128, false}, // 4096 rows (group 4: measured faster on the decode plan)
+		{"int4", 128, 16, 8, 256, false}, // group 2, 4096 rows: the same
+		{"int4", 128, 24, 8, 256, true},  // group 3 (Llama 3.2 3B), 6144 rows: prefill.cu measured faster
+		{"int4", 128, 28, 4, 128, false}, // group 7, 3584 rows
+		{"int4", 128, 28, 4, 256, true},  // 7168 rows
+		{"int4", 128, 32, 32, 256, true}, // MHA: 8192 rows
+		{"int2", 128, 32, 32, 159, false},
+		{"k4v2", 256, 7, 1, 732, true}, // MQA, group 7: 5124 rows
+		{"k4v2", 256, 7, 1, 731, false},
+		{"int8", 128, 32, 8, 96, true}, // 8-bit halves: 3072 rows
+		{"int8", 128, 32, 8, 95, false},
+		{"k8v4", 128, 32, 8, 96, true}, // 8-bit keys: the wider line
+		{"int2:kc32:v32", 128, 14, 2, 366, true},
+		{"int2:kc32:v32", 128, 14, 2, 365, false},
 		{"int8", 256, 32, 8, 512, true}, // v3 measured slower there (its prefillFaster); v4 3.4x faster
 		{"k8v4", 256, 32, 8, 512, true},
 		{"int4", 256, 32, 8, 512, true},

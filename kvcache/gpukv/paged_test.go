@@ -177,8 +177,8 @@ func runGPUSteps(t *testing.T, be *gpu.Backend, spec string, sh attn.Shape, r *r
 }
 
 // TestGPUCacheLongChunks drives caches through prefill chunks long enough
-// for prefill.cu at every format (kernels.PrefillRoute: 1024 query rows a
-// KV head where K and V are both at most 4 bits), so the low-bit layers
+// for prefill.cu at every format (kernels.PrefillRoute: 5120 query rows in
+// all where K and V are both at most 4 bits), so the low-bit layers
 // take its dequantizing route (kernels.PrefillPlan.LaunchDequant over the
 // cache's scratch copy), beside decode steps of another sequence and after
 // cached blocks, checking every output against attn.Reference.
