@@ -197,9 +197,10 @@ const widenMinRows = 16
 
 // linearTile computes y[t, n] for t in [t0, t1), n in [n0, n1) in the
 // canonical order: the body on the SIMD tiles (or dotGeneric), then the
-// remaining inputs and the bias.
+// remaining inputs and the bias. The tokens are taken tileT at a time (a
+// block's x rows stay in L2 while the weight rows pass over them), after
+// the weight rows are widened once for all of them.
 func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int) {
-	k16 := K &^ (dotLanes - 1)
 	if t1-t0 >= widenMinRows && w.format != wF32 {
 		// Many tokens share the tile's weight rows: widen them once into a
 		// float32 scratch (exact, so the bits are those of the stored
@@ -216,6 +217,15 @@ func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 
 		linearTile(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0)
 		return
 	}
+	for tb := t0; tb < t1; tb += tileT {
+		linearBlock(y, x, w, bias, K, N, tb, min(t1, tb+tileT), n0, n1)
+	}
+}
+
+// linearBlock is linearTile on one block of at most tileT tokens, on w as
+// stored (widened by linearTile where it widens).
+func linearBlock(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int) {
+	k16 := K &^ (dotLanes - 1)
 	if ts, ok := tilesFor(w); ok {
 		simdTile(ts, y, x, w, K, N, k16, t0, t1, n0, n1)
 	} else {

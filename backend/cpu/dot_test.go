@@ -393,3 +393,81 @@ func TestLinearGroupTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearSplit checks that linearSplit's items cover every output of a
+// [T, N] Linear exactly once, in spans of whole tileT-token blocks (at most
+// maxSpanBlocks), for decode and prefill sizes and several thread counts.
+func TestLinearSplit(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		b := New(threads)
+		for _, T := range []int{1, 15, 16, 64, 65, 200, 512, 1000} {
+			for _, N := range []int{1, 5, 33, 256, 1536} {
+				s := b.linearSplit(T, N)
+				seen := make([]int, T*N)
+				for j := range s.items {
+					t0, t1, n0, n1 := s.item(j)
+					if t0%tileT != 0 || t0 >= t1 || t1-t0 > maxSpanBlocks*tileT || n0 >= n1 {
+						t.Fatalf("threads %d, T=%d N=%d: item %d is [%d,%d)x[%d,%d)", threads, T, N, j, t0, t1, n0, n1)
+					}
+					for tt := t0; tt < t1; tt++ {
+						for n := n0; n < n1; n++ {
+							seen[tt*N+n]++
+						}
+					}
+				}
+				for i, c := range seen {
+					if c != 1 {
+						t.Fatalf("threads %d, T=%d N=%d: output [%d,%d] in %d items", threads, T, N, i/N, i%N, c)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLinearSpans checks prefill Linears whose work items span several
+// tileT-token blocks (one widening of the rows for all of them), cut into
+// different spans by different thread counts: every level and thread
+// count gives, for every token, the bits of that token alone on the
+// pure-Go tile.
+func TestLinearSpans(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const T, K, N = 200, 80, 100 // 4 blocks of tokens, 4 of rows: spans of 4, 2 and 1 blocks at 1, 2 and 8 threads
+	xv := activations(r, T, K)
+	bv := make([]float32, N)
+	for i := range bv {
+		bv[i] = float32(r.NormFloat64())
+	}
+	for _, f := range []wformat{wBF16, wF16, wF32} {
+		sw := makeStored(r, f, 0, N, K)
+		// The reference: each token alone (T = 1, no widening) on the
+		// pure-Go tile.
+		_, restore := cpufeat.Force(cpufeat.Generic)
+		b := New(1)
+		w := sw.load(t, b, N, K, true)
+		bw := mustWeight(t, b, "bias", bv, N)
+		want := make([]float32, 0, T*N)
+		for tt := range T {
+			y := poisoned(t, b, 1, N)
+			b.Linear(y, mustTensor(t, b, xv[tt*K:(tt+1)*K], 1, K), w, bw)
+			want = append(want, download(t, b, y)...)
+		}
+		restore()
+		for _, lvl := range cpufeat.Levels() {
+			_, restore := cpufeat.Force(lvl)
+			for _, threads := range []int{1, 2, 8} {
+				b := New(threads)
+				w := sw.load(t, b, N, K, true)
+				y := poisoned(t, b, T, N)
+				b.Linear(y, mustTensor(t, b, xv, T, K), w, mustWeight(t, b, "bias", bv, N))
+				for i, v := range download(t, b, y) {
+					if math.Float32bits(v) != math.Float32bits(want[i]) {
+						restore()
+						t.Fatalf("%v %v, %d threads: y[%d,%d] = %v, want the bits of the token alone %v", f, lvl, threads, i/N, i%N, v, want[i])
+					}
+				}
+			}
+			restore()
+		}
+	}
+}
