@@ -471,3 +471,63 @@ func TestLinearSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestTile4x4 checks every SIMD level's 4×4 tile (whose 16 reductions run
+// as one shuffle network since v2.22) against its 1×1 tile (one reduction
+// at a time) bit for bit, at k16 = 16 (one step), 32 and 2048, on x rows
+// that include NaNs of distinct payloads in every lane (the sums'
+// payloads show that every addition keeps its operand order), ±Inf and
+// Inf − Inf.
+func TestTile4x4(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, lvl := range cpufeat.Levels()[1:] {
+		_, restore := cpufeat.Force(lvl)
+		for _, f := range []struct {
+			f     wformat
+			group int
+		}{{wF32, 0}, {wBF16, 0}, {wF16, 0}, {wI8, 32}, {wI8, 128}} {
+			for _, K := range []int{16, 32, 128, 2048} {
+				if f.group > K {
+					continue
+				}
+				b := New(1)
+				w := makeStored(r, f.f, f.group, 4, K).load(t, b, 4, K, false).(*weight)
+				ts, ok := tilesFor(w)
+				if !ok || ts.k44 == nil {
+					continue
+				}
+				x := activations(r, 4, K)
+				for l := range dotLanes {
+					x[K+l] = math.Float32frombits(0x7fc00000 | uint32(l+1)<<8) // row 1: NaN lanes
+				}
+				x[2*K+3] = float32(math.Inf(1)) // row 2: +Inf in a lane
+				x[3*K+2] = float32(math.Inf(1)) // row 3: Inf − Inf across lanes 2 and 10
+				x[3*K+10] = float32(math.Inf(-1))
+				var sc *float32
+				var ss uintptr
+				if w.format == wI8 {
+					sc, ss = &w.scales[0], uintptr(4*4)
+				}
+				xs, ws := uintptr(4*K), uintptr(w.elemSize()*K)
+				var got, want [16]float32
+				ts.k44(&x[0], xs, w.rowPtr(0), ws, K, &got[0], 16, sc, ss)
+				for rr := range 4 {
+					for c := range 4 {
+						var csc *float32
+						if sc != nil {
+							csc = &w.scales[c]
+						}
+						ts.k11(&x[rr*K], xs, w.rowPtr(c), ws, K, &want[rr*4+c], 16, csc, ss)
+					}
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						restore()
+						t.Fatalf("%v %v g%d K=%d: 4x4 tile y[%d,%d] = %#08x, the 1x1 tile's %#08x", lvl, f.f, f.group, K, i/4, i%4, math.Float32bits(got[i]), math.Float32bits(want[i]))
+					}
+				}
+			}
+		}
+		restore()
+	}
+}

@@ -187,6 +187,10 @@ func (g *gen) hsum512(a int) {
 func (g *gen) reduce512(mr, nr int) {
 	g.p("MOVQ dst+40(FP), DI")
 	g.p("MOVQ ds+48(FP), DX")
+	if mr == 4 && nr == 4 {
+		g.reduce4x4()
+		return
+	}
 	for r := range mr {
 		for c := range nr {
 			a := acc512(mr, nr, r, c)
@@ -197,6 +201,63 @@ func (g *gen) reduce512(mr, nr int) {
 			g.p("ADDQ DX, DI")
 		}
 	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+// reduce4x4 reduces the 16 accumulators of a 4×4 tile (acc512: Z(4r+c)
+// for x row r, weight row c) by the tree of hsum512 for all 16 at once and
+// stores row r's four sums at DI + r·DX. Each level pairs registers with
+// a shuffle so that one VADDPS performs that level's additions for several
+// outputs: the same additions of the same operands, the lower lane first
+// (hsum512's operand order: a NaN keeps the same payload), so the same
+// bits.
+//
+//	level 1, v_l = a_l + a_{l+8}: accumulators A = Z(c), B = Z(4+c) (x rows
+//	  0 and 1, weight row c) give [A lanes 0-7 | B lanes 0-7] +
+//	  [A lanes 8-15 | B lanes 8-15] (VSHUFF64X2, 128-bit lanes 0,1 and 2,3
+//	  of each): Z(16+2c) holds v of rows 0 and 1, Z(17+2c) of rows 2, 3.
+//	level 2, r_l = v_l + v_{l+4}: Z(16+2c) and Z(17+2c) give, in 128-bit
+//	  lane r, r_0..r_3 of output (r, c) (VSHUFF32X4, lanes 0,2 + lanes
+//	  1,3): Z(24+c).
+//	level 3, u_l = r_l + r_{l+2}: Z24, Z25 (and Z26, Z27) give, in lane r,
+//	  [u_0, u_1 of (r, 0); u_0, u_1 of (r, 1)] (VSHUFPS, elements 0,1 +
+//	  2,3 of each): Z28 (Z29 for weight rows 2, 3).
+//	level 4, s = u_0 + u_1: Z28, Z29 give in lane r the sums of (r, 0..3)
+//	  (VSHUFPS, elements 0,2 + 1,3): Z30, stored a 128-bit lane a row.
+func (g *gen) reduce4x4() {
+	// Level 1: Z(16+2c+k) = v of accumulators (2k, c), (2k+1, c).
+	for c := range 4 {
+		for k := range 2 {
+			a, b := acc512(4, 4, 2*k, c), acc512(4, 4, 2*k+1, c)
+			g.p("VSHUFF64X2 $0x44, Z%d, Z%d, Z30", b, a) // [a lanes 0-7 | b lanes 0-7]
+			g.p("VSHUFF64X2 $0xEE, Z%d, Z%d, Z31", b, a) // [a lanes 8-15 | b lanes 8-15]
+			g.p("VADDPS Z31, Z30, Z%d", 16+2*c+k)
+		}
+	}
+	// Level 2: Z(24+c) = r of (0..3, c), one 128-bit lane each.
+	for c := range 4 {
+		v0, v1 := 16+2*c, 17+2*c
+		g.p("VSHUFF32X4 $0x88, Z%d, Z%d, Z30", v1, v0) // v_0..v_3 of rows 0, 1, 2, 3
+		g.p("VSHUFF32X4 $0xDD, Z%d, Z%d, Z31", v1, v0) // v_4..v_7
+		g.p("VADDPS Z31, Z30, Z%d", 24+c)
+	}
+	// Level 3: Z(28+h) = u of (r, 2h) and (r, 2h+1) in lane r.
+	for h := range 2 {
+		r0, r1 := 24+2*h, 25+2*h
+		g.p("VSHUFPS $0x44, Z%d, Z%d, Z%d", r1, r0, 16+2*h) // r_0, r_1 of each
+		g.p("VSHUFPS $0xEE, Z%d, Z%d, Z%d", r1, r0, 17+2*h) // r_2, r_3
+		g.p("VADDPS Z%d, Z%d, Z%d", 17+2*h, 16+2*h, 28+h)
+	}
+	// Level 4: Z30 = s of (r, 0..3) in lane r.
+	g.p("VSHUFPS $0x88, Z29, Z28, Z16") // u_0 of each
+	g.p("VSHUFPS $0xDD, Z29, Z28, Z17") // u_1
+	g.p("VADDPS Z17, Z16, Z30")
+	g.p("VMOVUPS X30, (DI)")
+	g.p("VEXTRACTF32X4 $1, Z30, (DI)(DX*1)")
+	g.p("LEAQ (DI)(DX*2), DI")
+	g.p("VEXTRACTF32X4 $2, Z30, (DI)")
+	g.p("VEXTRACTF32X4 $3, Z30, (DI)(DX*1)")
 	g.p("VZEROUPPER")
 	g.p("RET")
 }
