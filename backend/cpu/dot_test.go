@@ -133,6 +133,8 @@ func TestTilesPresent(t *testing.T) {
 		for _, w := range formats {
 			if ts, ok := tilesFor(w); !ok || ts.k14 == nil {
 				t.Errorf("%v: no tiles for %v (group %d)", lvl, w.format, w.group)
+			} else if lvl == cpufeat.AVX512 && w.format == wF32 && ts.k44c == nil {
+				t.Errorf("%v: no cached 4x4 F32 tile", lvl)
 			}
 		}
 		for _, e := range []wq.Elem{wq.Int8, wq.Int4} {
@@ -472,9 +474,9 @@ func TestLinearSpans(t *testing.T) {
 	}
 }
 
-// TestTile4x4 checks every SIMD level's 4×4 tile (whose 16 reductions run
-// as one shuffle network since v2.22) against its 1×1 tile (one reduction
-// at a time) bit for bit, at k16 = 16 (one step), 32 and 2048, on x rows
+// TestTile4x4 checks every SIMD level's 4×4 tiles (k44 and, where the
+// level has it, k44c; their 16 reductions run as one shuffle network since
+// v2.22) against its 1×1 tile (one reduction at a time) bit for bit, at k16 = 16 (one step), 32 and 2048, on x rows
 // that include NaNs of distinct payloads in every lane (the sums'
 // payloads show that every addition keeps its operand order), ±Inf and
 // Inf − Inf.
@@ -509,8 +511,7 @@ func TestTile4x4(t *testing.T) {
 					sc, ss = &w.scales[0], uintptr(4*4)
 				}
 				xs, ws := uintptr(4*K), uintptr(w.elemSize()*K)
-				var got, want [16]float32
-				ts.k44(&x[0], xs, w.rowPtr(0), ws, K, &got[0], 16, sc, ss)
+				var want [16]float32
 				for rr := range 4 {
 					for c := range 4 {
 						var csc *float32
@@ -520,10 +521,17 @@ func TestTile4x4(t *testing.T) {
 						ts.k11(&x[rr*K], xs, w.rowPtr(c), ws, K, &want[rr*4+c], 16, csc, ss)
 					}
 				}
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						restore()
-						t.Fatalf("%v %v g%d K=%d: 4x4 tile y[%d,%d] = %#08x, the 1x1 tile's %#08x", lvl, f.f, f.group, K, i/4, i%4, math.Float32bits(got[i]), math.Float32bits(want[i]))
+				for name, k44 := range map[string]dotFunc{"k44": ts.k44, "k44c": ts.k44c} {
+					if k44 == nil {
+						continue
+					}
+					var got [16]float32
+					k44(&x[0], xs, w.rowPtr(0), ws, K, &got[0], 16, sc, ss)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							restore()
+							t.Fatalf("%v %v g%d K=%d: %s y[%d,%d] = %#08x, the 1x1 tile's %#08x", lvl, f.f, f.group, K, name, i/4, i%4, math.Float32bits(got[i]), math.Float32bits(want[i]))
+						}
 					}
 				}
 			}

@@ -146,11 +146,12 @@ func (g *gen) loadW(f wfmt, c int, dst string, off int, scale string) {
 	}
 }
 
-// step512 emits one 16-input step at element offset off from AX.
-func (g *gen) step512(f wfmt, mr, nr, off int) {
+// step512 emits one 16-input step at element offset off from AX; pf: the
+// prefetch of the next rows (kernel512's).
+func (g *gen) step512(f wfmt, mr, nr, off int, pf bool) {
 	if mr == 1 {
 		g.prefetchStep(f, nr)
-	} else if f.group == 0 {
+	} else if f.group == 0 && pf {
 		g.prefetchStepReg(f, nr, "DX")
 	}
 	for r := range mr {
@@ -262,14 +263,29 @@ func (g *gen) reduce4x4() {
 	g.p("RET")
 }
 
-func (g *gen) kernel512(f wfmt, mr, nr int) {
+func (g *gen) kernel512(f wfmt, mr, nr int) { g.kernel512pf(f, mr, nr, true) }
+
+// cachedSuffix names the F32 4×4 tile without prefetch, for weight rows
+// already in the cache: linearTile's widened float32 scratch, which the
+// prefill's blocks of tokens pass over again and again. There the
+// prefetch of the next 4 rows (6 KiB per row at K = 1536) only evicts the
+// x rows and weight rows in use from L1 (v2.23 in docs/perf/cpu-linear.md).
+const cachedSuffix = "Cached"
+
+// kernel512pf emits the AVX-512 tile; pf: whether a 4-row tile of a
+// float format prefetches the weight rows after its own (the 1-row tiles
+// always do).
+func (g *gen) kernel512pf(f wfmt, mr, nr int, pf bool) {
 	name := funcName(f, mr, nr, "AVX512")
+	if !pf {
+		name += cachedSuffix
+	}
 	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	g.prologue(mr, nr)
 	if mr == 1 {
 		g.prefetchSetup(nr)
-	} else if f.group == 0 {
+	} else if f.group == 0 && pf {
 		// DX (the x stride, used) becomes the prefetch pointer: the
 		// rows after the tile's.
 		g.p("MOVQ BX, DX")
@@ -292,13 +308,13 @@ func (g *gen) kernel512(f wfmt, mr, nr int) {
 			g.p("VBROADCASTSS %d(DX), Z%d", 4*c, 20+c)
 		}
 		for s := 0; s < f.group/16; s++ {
-			g.step512(f, mr, nr, 16*s)
+			g.step512(f, mr, nr, 16*s, pf)
 		}
 		g.p("ADDQ $%d, AX", f.group)
 		g.p("ADDQ BX, DX")
 	} else {
 		g.loop(name + "_loop")
-		g.step512(f, mr, nr, 0)
+		g.step512(f, mr, nr, 0, pf)
 		g.p("ADDQ $16, AX")
 	}
 	g.p("CMPQ AX, CX")
@@ -1411,6 +1427,10 @@ func main() {
 			asm.kernel512(f, t[0], t[1])
 			declare(funcName(f, t[0], t[1], "AVX512"))
 		}
+		if f.name == "F32" {
+			asm.kernel512pf(f, 4, 4, false)
+			declare(funcName(f, 4, 4, "AVX512") + cachedSuffix)
+		}
 		for _, t := range tiles256 {
 			asm.kernel256(f, t[1])
 			declare(funcName(f, t[0], t[1], "AVX2"))
@@ -1462,6 +1482,9 @@ func main() {
 	for _, f := range formats {
 		for _, t := range tiles512 {
 			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX512"))
+		}
+		if f.name == "F32" {
+			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: 4, nr: 4, cached: true, fn: %s},\n", f.name, funcName(f, 4, 4, "AVX512")+cachedSuffix)
 		}
 		for _, t := range tiles256 {
 			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX2"))

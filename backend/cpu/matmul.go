@@ -38,7 +38,9 @@ package cpu
 //	   linearGroup: gocoder-23m's decode step 0.55-0.74x of v2's time,
 //	   the step's Linear calls at 66-102% of their bytes floor.
 //	v2.21 (2026-11-27, session 31): a prefill item spans up to 8 token
-//	   blocks, its weight rows widened once for all of them.
+//	   blocks, its weight rows widened once for all of them; v2.22 the
+//	   4×4 tiles' reductions as one shuffle network; v2.23 no prefetch
+//	   in the 4×4 tile over the widened rows (down +23%).
 
 import "sort"
 
