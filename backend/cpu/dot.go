@@ -52,9 +52,11 @@ type dotFunc func(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int,
 
 // tiles are the SIMD tiles of one weight format at one level: k11 and k14
 // (one row of x against 1 or 4 weight rows) always, k41 and k44 (4 rows of x)
-// where the level has them.
+// where the level has them; k44c, where the level has it, is k44 for weight
+// rows already in the cache (no prefetch of the next rows: F32 on AVX-512,
+// for the prefill's widened rows).
 type tiles struct {
-	k11, k14, k41, k44 dotFunc
+	k11, k14, k41, k44, k44c dotFunc
 }
 
 // tileFormats names the weight formats that have SIMD tiles, as
@@ -197,9 +199,10 @@ const widenMinRows = 16
 
 // linearTile computes y[t, n] for t in [t0, t1), n in [n0, n1) in the
 // canonical order: the body on the SIMD tiles (or dotGeneric), then the
-// remaining inputs and the bias.
+// remaining inputs and the bias. The tokens are taken tileT at a time (a
+// block's x rows stay in L2 while the weight rows pass over them), after
+// the weight rows are widened once for all of them.
 func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int) {
-	k16 := K &^ (dotLanes - 1)
 	if t1-t0 >= widenMinRows && w.format != wF32 {
 		// Many tokens share the tile's weight rows: widen them once into a
 		// float32 scratch (exact, so the bits are those of the stored
@@ -213,10 +216,30 @@ func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 
 		if bias != nil {
 			bt = bias[n0:]
 		}
-		linearTile(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0)
+		linearBlocks(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0, true)
 		return
 	}
+	linearBlocks(y, x, w, bias, K, N, t0, t1, n0, n1, false)
+}
+
+// linearBlocks runs linearBlock on [t0, t1) a block of tileT tokens at a
+// time; cached: w's rows [n0, n1) are in the cache (linearTile's widened
+// scratch).
+func linearBlocks(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int, cached bool) {
+	for tb := t0; tb < t1; tb += tileT {
+		linearBlock(y, x, w, bias, K, N, tb, min(t1, tb+tileT), n0, n1, cached)
+	}
+}
+
+// linearBlock is linearTile on one block of at most tileT tokens, on w as
+// stored (widened by linearTile where it widens); cached: run k44c where
+// the level has it.
+func linearBlock(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int, cached bool) {
+	k16 := K &^ (dotLanes - 1)
 	if ts, ok := tilesFor(w); ok {
+		if cached && ts.k44c != nil {
+			ts.k44 = ts.k44c
+		}
 		simdTile(ts, y, x, w, K, N, k16, t0, t1, n0, n1)
 	} else {
 		for t := t0; t < t1; t++ {

@@ -19,6 +19,9 @@ func dotF32_4x1AVX512(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 
 func dotF32_4x4AVX512(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 
 //go:noescape
+func dotF32_4x4AVX512Cached(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
+
+//go:noescape
 func dotF32_1x1AVX2(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)
 
 //go:noescape
@@ -219,6 +222,7 @@ var asmDots = []asmDot{
 	{avx512: true, format: "F32", mr: 1, nr: 4, fn: dotF32_1x4AVX512},
 	{avx512: true, format: "F32", mr: 4, nr: 1, fn: dotF32_4x1AVX512},
 	{avx512: true, format: "F32", mr: 4, nr: 4, fn: dotF32_4x4AVX512},
+	{avx512: true, format: "F32", mr: 4, nr: 4, cached: true, fn: dotF32_4x4AVX512Cached},
 	{avx512: false, format: "F32", mr: 1, nr: 1, fn: dotF32_1x1AVX2},
 	{avx512: false, format: "F32", mr: 1, nr: 4, fn: dotF32_1x4AVX2},
 	{avx512: true, format: "BF16", mr: 1, nr: 1, fn: dotBF16_1x1AVX512},

@@ -9,6 +9,7 @@ type asmDot struct {
 	avx512 bool
 	format string
 	mr, nr int
+	cached bool // the 4×4 tile for weight rows in the cache (tiles.k44c)
 	fn     dotFunc
 }
 
@@ -46,7 +47,11 @@ func init() {
 		case [2]int{4, 1}:
 			t.k41 = d.fn
 		case [2]int{4, 4}:
-			t.k44 = d.fn
+			if d.cached {
+				t.k44c = d.fn
+			} else {
+				t.k44 = d.fn
+			}
 		}
 	}
 }

@@ -133,6 +133,8 @@ func TestTilesPresent(t *testing.T) {
 		for _, w := range formats {
 			if ts, ok := tilesFor(w); !ok || ts.k14 == nil {
 				t.Errorf("%v: no tiles for %v (group %d)", lvl, w.format, w.group)
+			} else if lvl == cpufeat.AVX512 && w.format == wF32 && ts.k44c == nil {
+				t.Errorf("%v: no cached 4x4 F32 tile", lvl)
 			}
 		}
 		for _, e := range []wq.Elem{wq.Int8, wq.Int4} {
@@ -391,5 +393,149 @@ func TestLinearGroupTiles(t *testing.T) {
 			}
 			restore()
 		}
+	}
+}
+
+// TestLinearSplit checks that linearSplit's items cover every output of a
+// [T, N] Linear exactly once, in spans of whole tileT-token blocks (at most
+// maxSpanBlocks), for decode and prefill sizes and several thread counts.
+func TestLinearSplit(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		b := New(threads)
+		for _, T := range []int{1, 15, 16, 64, 65, 200, 512, 1000} {
+			for _, N := range []int{1, 5, 33, 256, 1536} {
+				s := b.linearSplit(T, N)
+				seen := make([]int, T*N)
+				for j := range s.items {
+					t0, t1, n0, n1 := s.item(j)
+					if t0%tileT != 0 || t0 >= t1 || t1-t0 > maxSpanBlocks*tileT || n0 >= n1 {
+						t.Fatalf("threads %d, T=%d N=%d: item %d is [%d,%d)x[%d,%d)", threads, T, N, j, t0, t1, n0, n1)
+					}
+					for tt := t0; tt < t1; tt++ {
+						for n := n0; n < n1; n++ {
+							seen[tt*N+n]++
+						}
+					}
+				}
+				for i, c := range seen {
+					if c != 1 {
+						t.Fatalf("threads %d, T=%d N=%d: output [%d,%d] in %d items", threads, T, N, i/N, i%N, c)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLinearSpans checks prefill Linears whose work items span several
+// tileT-token blocks (one widening of the rows for all of them), cut into
+// different spans by different thread counts: every level and thread
+// count gives, for every token, the bits of that token alone on the
+// pure-Go tile.
+func TestLinearSpans(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const T, K, N = 200, 80, 100 // 4 blocks of tokens, 4 of rows: spans of 4, 2 and 1 blocks at 1, 2 and 8 threads
+	xv := activations(r, T, K)
+	bv := make([]float32, N)
+	for i := range bv {
+		bv[i] = float32(r.NormFloat64())
+	}
+	for _, f := range []wformat{wBF16, wF16, wF32} {
+		sw := makeStored(r, f, 0, N, K)
+		// The reference: each token alone (T = 1, no widening) on the
+		// pure-Go tile.
+		_, restore := cpufeat.Force(cpufeat.Generic)
+		b := New(1)
+		w := sw.load(t, b, N, K, true)
+		bw := mustWeight(t, b, "bias", bv, N)
+		want := make([]float32, 0, T*N)
+		for tt := range T {
+			y := poisoned(t, b, 1, N)
+			b.Linear(y, mustTensor(t, b, xv[tt*K:(tt+1)*K], 1, K), w, bw)
+			want = append(want, download(t, b, y)...)
+		}
+		restore()
+		for _, lvl := range cpufeat.Levels() {
+			_, restore := cpufeat.Force(lvl)
+			for _, threads := range []int{1, 2, 8} {
+				b := New(threads)
+				w := sw.load(t, b, N, K, true)
+				y := poisoned(t, b, T, N)
+				b.Linear(y, mustTensor(t, b, xv, T, K), w, mustWeight(t, b, "bias", bv, N))
+				for i, v := range download(t, b, y) {
+					if math.Float32bits(v) != math.Float32bits(want[i]) {
+						restore()
+						t.Fatalf("%v %v, %d threads: y[%d,%d] = %v, want the bits of the token alone %v", f, lvl, threads, i/N, i%N, v, want[i])
+					}
+				}
+			}
+			restore()
+		}
+	}
+}
+
+// TestTile4x4 checks every SIMD level's 4×4 tiles (k44 and, where the
+// level has it, k44c; their 16 reductions run as one shuffle network since
+// v2.22) against its 1×1 tile (one reduction at a time) bit for bit, at k16 = 16 (one step), 32 and 2048, on x rows
+// that include NaNs of distinct payloads in every lane (the sums'
+// payloads show that every addition keeps its operand order), ±Inf and
+// Inf − Inf.
+func TestTile4x4(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, lvl := range cpufeat.Levels()[1:] {
+		_, restore := cpufeat.Force(lvl)
+		for _, f := range []struct {
+			f     wformat
+			group int
+		}{{wF32, 0}, {wBF16, 0}, {wF16, 0}, {wI8, 32}, {wI8, 128}} {
+			for _, K := range []int{16, 32, 128, 2048} {
+				if f.group > K {
+					continue
+				}
+				b := New(1)
+				w := makeStored(r, f.f, f.group, 4, K).load(t, b, 4, K, false).(*weight)
+				ts, ok := tilesFor(w)
+				if !ok || ts.k44 == nil {
+					continue
+				}
+				x := activations(r, 4, K)
+				for l := range dotLanes {
+					x[K+l] = math.Float32frombits(0x7fc00000 | uint32(l+1)<<8) // row 1: NaN lanes
+				}
+				x[2*K+3] = float32(math.Inf(1)) // row 2: +Inf in a lane
+				x[3*K+2] = float32(math.Inf(1)) // row 3: Inf − Inf across lanes 2 and 10
+				x[3*K+10] = float32(math.Inf(-1))
+				var sc *float32
+				var ss uintptr
+				if w.format == wI8 {
+					sc, ss = &w.scales[0], uintptr(4*4)
+				}
+				xs, ws := uintptr(4*K), uintptr(w.elemSize()*K)
+				var want [16]float32
+				for rr := range 4 {
+					for c := range 4 {
+						var csc *float32
+						if sc != nil {
+							csc = &w.scales[c]
+						}
+						ts.k11(&x[rr*K], xs, w.rowPtr(c), ws, K, &want[rr*4+c], 16, csc, ss)
+					}
+				}
+				for name, k44 := range map[string]dotFunc{"k44": ts.k44, "k44c": ts.k44c} {
+					if k44 == nil {
+						continue
+					}
+					var got [16]float32
+					k44(&x[0], xs, w.rowPtr(0), ws, K, &got[0], 16, sc, ss)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							restore()
+							t.Fatalf("%v %v g%d K=%d: %s y[%d,%d] = %#08x, the 1x1 tile's %#08x", lvl, f.f, f.group, K, name, i/4, i%4, math.Float32bits(got[i]), math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		}
+		restore()
 	}
 }

@@ -146,11 +146,12 @@ func (g *gen) loadW(f wfmt, c int, dst string, off int, scale string) {
 	}
 }
 
-// step512 emits one 16-input step at element offset off from AX.
-func (g *gen) step512(f wfmt, mr, nr, off int) {
+// step512 emits one 16-input step at element offset off from AX; pf: the
+// prefetch of the next rows (kernel512's).
+func (g *gen) step512(f wfmt, mr, nr, off int, pf bool) {
 	if mr == 1 {
 		g.prefetchStep(f, nr)
-	} else if f.group == 0 {
+	} else if f.group == 0 && pf {
 		g.prefetchStepReg(f, nr, "DX")
 	}
 	for r := range mr {
@@ -187,6 +188,10 @@ func (g *gen) hsum512(a int) {
 func (g *gen) reduce512(mr, nr int) {
 	g.p("MOVQ dst+40(FP), DI")
 	g.p("MOVQ ds+48(FP), DX")
+	if mr == 4 && nr == 4 {
+		g.reduce4x4()
+		return
+	}
 	for r := range mr {
 		for c := range nr {
 			a := acc512(mr, nr, r, c)
@@ -201,14 +206,86 @@ func (g *gen) reduce512(mr, nr int) {
 	g.p("RET")
 }
 
-func (g *gen) kernel512(f wfmt, mr, nr int) {
+// reduce4x4 reduces the 16 accumulators of a 4×4 tile (acc512: Z(4r+c)
+// for x row r, weight row c) by the tree of hsum512 for all 16 at once and
+// stores row r's four sums at DI + r·DX. Each level pairs registers with
+// a shuffle so that one VADDPS performs that level's additions for several
+// outputs: the same additions of the same operands, the lower lane first
+// (hsum512's operand order: a NaN keeps the same payload), so the same
+// bits.
+//
+//	level 1, v_l = a_l + a_{l+8}: accumulators A = Z(c), B = Z(4+c) (x rows
+//	  0 and 1, weight row c) give [A lanes 0-7 | B lanes 0-7] +
+//	  [A lanes 8-15 | B lanes 8-15] (VSHUFF64X2, 128-bit lanes 0,1 and 2,3
+//	  of each): Z(16+2c) holds v of rows 0 and 1, Z(17+2c) of rows 2, 3.
+//	level 2, r_l = v_l + v_{l+4}: Z(16+2c) and Z(17+2c) give, in 128-bit
+//	  lane r, r_0..r_3 of output (r, c) (VSHUFF32X4, lanes 0,2 + lanes
+//	  1,3): Z(24+c).
+//	level 3, u_l = r_l + r_{l+2}: Z24, Z25 (and Z26, Z27) give, in lane r,
+//	  [u_0, u_1 of (r, 0); u_0, u_1 of (r, 1)] (VSHUFPS, elements 0,1 +
+//	  2,3 of each): Z28 (Z29 for weight rows 2, 3).
+//	level 4, s = u_0 + u_1: Z28, Z29 give in lane r the sums of (r, 0..3)
+//	  (VSHUFPS, elements 0,2 + 1,3): Z30, stored a 128-bit lane a row.
+func (g *gen) reduce4x4() {
+	// Level 1: Z(16+2c+k) = v of accumulators (2k, c), (2k+1, c).
+	for c := range 4 {
+		for k := range 2 {
+			a, b := acc512(4, 4, 2*k, c), acc512(4, 4, 2*k+1, c)
+			g.p("VSHUFF64X2 $0x44, Z%d, Z%d, Z30", b, a) // [a lanes 0-7 | b lanes 0-7]
+			g.p("VSHUFF64X2 $0xEE, Z%d, Z%d, Z31", b, a) // [a lanes 8-15 | b lanes 8-15]
+			g.p("VADDPS Z31, Z30, Z%d", 16+2*c+k)
+		}
+	}
+	// Level 2: Z(24+c) = r of (0..3, c), one 128-bit lane each.
+	for c := range 4 {
+		v0, v1 := 16+2*c, 17+2*c
+		g.p("VSHUFF32X4 $0x88, Z%d, Z%d, Z30", v1, v0) // v_0..v_3 of rows 0, 1, 2, 3
+		g.p("VSHUFF32X4 $0xDD, Z%d, Z%d, Z31", v1, v0) // v_4..v_7
+		g.p("VADDPS Z31, Z30, Z%d", 24+c)
+	}
+	// Level 3: Z(28+h) = u of (r, 2h) and (r, 2h+1) in lane r.
+	for h := range 2 {
+		r0, r1 := 24+2*h, 25+2*h
+		g.p("VSHUFPS $0x44, Z%d, Z%d, Z%d", r1, r0, 16+2*h) // r_0, r_1 of each
+		g.p("VSHUFPS $0xEE, Z%d, Z%d, Z%d", r1, r0, 17+2*h) // r_2, r_3
+		g.p("VADDPS Z%d, Z%d, Z%d", 17+2*h, 16+2*h, 28+h)
+	}
+	// Level 4: Z30 = s of (r, 0..3) in lane r.
+	g.p("VSHUFPS $0x88, Z29, Z28, Z16") // u_0 of each
+	g.p("VSHUFPS $0xDD, Z29, Z28, Z17") // u_1
+	g.p("VADDPS Z17, Z16, Z30")
+	g.p("VMOVUPS X30, (DI)")
+	g.p("VEXTRACTF32X4 $1, Z30, (DI)(DX*1)")
+	g.p("LEAQ (DI)(DX*2), DI")
+	g.p("VEXTRACTF32X4 $2, Z30, (DI)")
+	g.p("VEXTRACTF32X4 $3, Z30, (DI)(DX*1)")
+	g.p("VZEROUPPER")
+	g.p("RET")
+}
+
+func (g *gen) kernel512(f wfmt, mr, nr int) { g.kernel512pf(f, mr, nr, true) }
+
+// cachedSuffix names the F32 4×4 tile without prefetch, for weight rows
+// already in the cache: linearTile's widened float32 scratch, which the
+// prefill's blocks of tokens pass over again and again. There the
+// prefetch of the next 4 rows (6 KiB per row at K = 1536) only evicts the
+// x rows and weight rows in use from L1 (v2.23 in docs/perf/cpu-linear.md).
+const cachedSuffix = "Cached"
+
+// kernel512pf emits the AVX-512 tile; pf: whether a 4-row tile of a
+// float format prefetches the weight rows after its own (the 1-row tiles
+// always do).
+func (g *gen) kernel512pf(f wfmt, mr, nr int, pf bool) {
 	name := funcName(f, mr, nr, "AVX512")
+	if !pf {
+		name += cachedSuffix
+	}
 	fmt.Fprintf(&g.s, "\n// func %s(x *float32, xs uintptr, w unsafe.Pointer, ws uintptr, k16 int, dst *float32, ds uintptr, sc *float32, ss uintptr)\n", name)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	g.prologue(mr, nr)
 	if mr == 1 {
 		g.prefetchSetup(nr)
-	} else if f.group == 0 {
+	} else if f.group == 0 && pf {
 		// DX (the x stride, used) becomes the prefetch pointer: the
 		// rows after the tile's.
 		g.p("MOVQ BX, DX")
@@ -231,13 +308,13 @@ func (g *gen) kernel512(f wfmt, mr, nr int) {
 			g.p("VBROADCASTSS %d(DX), Z%d", 4*c, 20+c)
 		}
 		for s := 0; s < f.group/16; s++ {
-			g.step512(f, mr, nr, 16*s)
+			g.step512(f, mr, nr, 16*s, pf)
 		}
 		g.p("ADDQ $%d, AX", f.group)
 		g.p("ADDQ BX, DX")
 	} else {
 		g.loop(name + "_loop")
-		g.step512(f, mr, nr, 0)
+		g.step512(f, mr, nr, 0, pf)
 		g.p("ADDQ $16, AX")
 	}
 	g.p("CMPQ AX, CX")
@@ -1350,6 +1427,10 @@ func main() {
 			asm.kernel512(f, t[0], t[1])
 			declare(funcName(f, t[0], t[1], "AVX512"))
 		}
+		if f.name == "F32" {
+			asm.kernel512pf(f, 4, 4, false)
+			declare(funcName(f, 4, 4, "AVX512") + cachedSuffix)
+		}
 		for _, t := range tiles256 {
 			asm.kernel256(f, t[1])
 			declare(funcName(f, t[0], t[1], "AVX2"))
@@ -1401,6 +1482,9 @@ func main() {
 	for _, f := range formats {
 		for _, t := range tiles512 {
 			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX512"))
+		}
+		if f.name == "F32" {
+			fmt.Fprintf(&decl, "\t{avx512: true, format: %q, mr: 4, nr: 4, cached: true, fn: %s},\n", f.name, funcName(f, 4, 4, "AVX512")+cachedSuffix)
 		}
 		for _, t := range tiles256 {
 			fmt.Fprintf(&decl, "\t{avx512: false, format: %q, mr: %d, nr: %d, fn: %s},\n", f.name, t[0], t[1], funcName(f, t[0], t[1], "AVX2"))
