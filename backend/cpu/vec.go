@@ -66,9 +66,9 @@ func ropeVec(lo, hi, cos, sin []float32) {
 func swigluVec(dst, g, u []float32) {
 	n := len(dst)
 	g, u = g[:n], u[:n]
-	i := 0
-	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		swigluSIMD(&dst[0], &g[0], &u[0], v)
+	i := gluWide(dst, g, u, false)
+	if v := n &^ (vecLanes - 1); v > i && vecSIMD() {
+		swigluSIMD(&dst[i], &g[i], &u[i], v-i)
 		i = v
 	}
 	for ; i < n; i++ {
@@ -136,9 +136,9 @@ func glu64(g float32, x float64) float32 {
 func gegluVec(dst, g, u []float32) {
 	n := len(dst)
 	g, u = g[:n], u[:n]
-	i := 0
-	if v := n &^ (vecLanes - 1); v > 0 && vecSIMD() {
-		gegluSIMD(&dst[0], &g[0], &u[0], v)
+	i := gluWide(dst, g, u, true)
+	if v := n &^ (vecLanes - 1); v > i && vecSIMD() {
+		gegluSIMD(&dst[i], &g[i], &u[i], v-i)
 		i = v
 	}
 	for ; i < n; i++ {

@@ -12,3 +12,6 @@ func ropeSIMD(lo, hi, cos, sin *float32, n int)         { panic("cpu: no SIMD ke
 func sumSquaresSIMD(x *float32, n int, sc *[32]float32) { panic("cpu: no SIMD kernels in this build") }
 func swigluSIMD(dst, gate, u *float32, n int)           { panic("cpu: no SIMD kernels in this build") }
 func gegluSIMD(dst, gate, u *float32, n int)            { panic("cpu: no SIMD kernels in this build") }
+
+// gluWide is amd64's AVX-512 path of the gated activations: none here.
+func gluWide(dst, g, u []float32, gelu bool) int { return 0 }
