@@ -3,7 +3,6 @@ package attn
 import (
 	"fmt"
 
-	"github.com/bitdecode/bitdecode/internal/half"
 	"github.com/bitdecode/bitdecode/internal/hugepage"
 	"github.com/bitdecode/bitdecode/kv"
 )
@@ -189,14 +188,13 @@ func (c *Cache) Append(k, v []float32) error {
 }
 
 func (c *Cache) put(dst []uint16, src []float32) {
+	k := activeKernels()
 	if c.Format.Rotate {
 		copy(c.rot, src)
-		activeKernels().rotate(c.rot) // kv.Rotate's bits
+		k.rotate(c.rot) // kv.Rotate's bits
 		src = c.rot
 	}
-	for i, x := range src {
-		dst[i] = half.FromFloat32(x)
-	}
+	k.toHalf(dst, src) // half.FromFloat32's bits
 }
 
 // packResidual quantizes the full residual block into a new packed block.

@@ -38,6 +38,10 @@ type kernels struct {
 	rotate func(x []float32)
 	// cvtHalf converts fp16 bits to float32, len(src) values.
 	cvtHalf func(dst []float32, src []uint16)
+	// toHalf rounds len(src) float32 values to fp16 bits as
+	// half.FromFloat32 does (to nearest even; NaN quieted, its payload's
+	// top bits kept): the cache's append of new keys and values.
+	toHalf func(dst []uint16, src []float32)
 	// cvtBF16 converts bf16 bits to float32.
 	cvtBF16 func(dst []float32, src []uint16)
 	// cvtFP8 converts fp8 bytes (e4m3, else e5m2) to float32, exactly.
@@ -261,6 +265,7 @@ var genericKernels = kernels{
 	level:     cpufeat.Generic,
 	rotate:    kv.Rotate,
 	cvtHalf:   cvtHalfGo,
+	toHalf:    toHalfGo,
 	cvtBF16:   cvtBF16Go,
 	cvtFP8:    cvtFP8Go,
 	unpack4:   unpack4Go,
@@ -352,6 +357,13 @@ func cvtHalfGo(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
 	for i, h := range src {
 		dst[i] = fp16ToF32[h]
+	}
+}
+
+func toHalfGo(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = half.FromFloat32(x)
 	}
 }
 

@@ -218,6 +218,9 @@ func dequantVAVX2(dst, z *float32, ldz int, codes *uint8, p *float32, n, d, grp 
 func cvtHalfAVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
+func toHalfF16C(dst *uint16, src *float32, n int)
+
+//go:noescape
 func cvtBF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
@@ -295,6 +298,7 @@ func tilePrefetch(pf []byte, tiles int) (*byte, int) {
 type simd struct {
 	rotate           func(x *float32, n int, s float32) // nil: kv.Rotate
 	cvtHalf, cvtBF16 func(*float32, *uint16, int)
+	toHalf           func(*uint16, *float32, int) // n a multiple of 16
 	cvtFP8           func(dst *float32, src *byte, n int, e4m3 bool)
 	unpack4, unpack2 func(*uint8, *byte, int)
 	codesF32         func(*float32, *uint8, int)
@@ -339,6 +343,17 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 			if n > 0 {
 				s.cvtHalf(&dst[0], &src[0], n)
 			}
+		},
+		toHalf: func(dst []uint16, src []float32) {
+			n := len(src)
+			if len(dst) < n {
+				bad("toHalf", n, len(dst))
+			}
+			v := n &^ 15
+			if v > 0 {
+				s.toHalf(&dst[0], &src[0], v)
+			}
+			toHalfGo(dst[v:n], src[v:])
 		},
 		cvtBF16: func(dst []float32, src []uint16) {
 			n := len(src)
@@ -912,12 +927,12 @@ func (s *simd) set(level cpufeat.Level, vnni, vbmi bool) kernels {
 }
 
 var (
-	avx512 = simd{rotate: rotateAVX512, cvtHalf: cvtHalfAVX512, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
+	avx512 = simd{rotate: rotateAVX512, cvtHalf: cvtHalfAVX512, toHalf: toHalfF16C, cvtBF16: cvtBF16AVX512, cvtFP8: cvtFP8AVX512, unpack4: unpack4AVX512, unpack2: unpack2AVX512,
 		codesF32: codesF32AVX512, scores: scoresF32AVX512, scoresU8: scoresU8VNNI, pv4: pvF32x4AVX512, pv1: pvF32x1AVX512,
 		expSub: expSubAVX512, maxF32: maxF32AVX512, dotF32: dotF32AVX512,
 		foldQuery: foldQueryAVX512, deinterleave: deinterleaveAVX512, dequantV: dequantVAVX512, pvCodes1: pvCodesx1AVX512, pvNib41: pvNib4x1AVX512,
 		quantW: quantWAVX512, softcap: softcapAVX512, pvHalf4: pvHalfx4AVX512, pvHalf2: pvHalfx2AVX512, pvHalf1: pvHalfx1AVX512}
-	avx2 = simd{cvtHalf: cvtHalfAVX2, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
+	avx2 = simd{cvtHalf: cvtHalfAVX2, toHalf: toHalfF16C, cvtBF16: cvtBF16AVX2, cvtFP8: cvtFP8AVX2, unpack4: unpack4AVX2, unpack2: unpack2AVX2,
 		codesF32: codesF32AVX2, scores: scoresF32AVX2, pv4: pvF32x4AVX2, pv1: pvF32x1AVX2,
 		expSub: expSubAVX2, maxF32: maxF32AVX2, dotF32: dotF32AVX2, dequantV: dequantVAVX2, softcap: softcapAVX2}
 

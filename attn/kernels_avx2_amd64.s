@@ -118,6 +118,30 @@ done:
 	VZEROUPPER
 	RET
 
+// func toHalfF16C(dst *uint16, src *float32, n int)
+// float32 to fp16 by F16C's VCVTPS2PH, rounding to nearest even (imm 0):
+// half.FromFloat32's bits for every input, NaN included (quiet bit set,
+// the payload's top 9 bits kept). n a multiple of 16. Used at the AVX2 and
+// AVX-512 levels (F16C comes with both).
+TEXT ·toHalfF16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VCVTPS2PH $0, Y0, (DI)
+	VCVTPS2PH $0, Y1, 16(DI)
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       loop
+done:
+	VZEROUPPER
+	RET
+
 // func cvtBF16AVX2(dst *float32, src *uint16, n int)
 TEXT ·cvtBF16AVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI

@@ -85,6 +85,42 @@ func sameBits(t *testing.T, name string, got, want []float32) {
 // TestConversionKernels: conversions and unpacking are exact, so every
 // level must give the pure-Go bits, on every fp16 pattern (inf, NaN,
 // subnormals included) and every byte.
+// TestToHalf: every level's toHalf gives half.FromFloat32's bits (the
+// cache's append of new keys and values) on every fp16 value widened and
+// its neighbours (ties to even both ways, the overflow edge), float32
+// subnormals, ±0, ±Inf, signaling and quiet NaNs with every payload bit,
+// and a stride over all 2^32 float32 patterns; lengths off the kernels'
+// 16 included.
+func TestToHalf(t *testing.T) {
+	var src []float32
+	for h := range 1 << 16 {
+		b := math.Float32bits(half.ToFloat32(uint16(h)))
+		for _, d := range []int32{0, 1, -1, 0x1000, -0x1000, 0xfff, 0x1001} {
+			src = append(src, math.Float32frombits(uint32(int32(b)+d)))
+		}
+	}
+	for b := uint64(0); b < 1<<32; b += 40961 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	for bit := range 23 {
+		for _, sign := range []uint32{0, 1 << 31} {
+			src = append(src, math.Float32frombits(sign|0x7f800000|1<<bit), math.Float32frombits(sign|0x7fc00000|1<<bit))
+		}
+	}
+	src = append(src, 65504, 65519.996, 65520, -65520, 0x1p-25, 0x1p-24, 0x1.8p-25, 0x1p-149, float32(math.Copysign(0, -1)))
+	for _, k := range levelSets() {
+		for _, n := range []int{len(src), 15, 16, 33} {
+			got := make([]uint16, n)
+			k.toHalf(got, src[:n])
+			for i, x := range src[:n] {
+				if want := half.FromFloat32(x); got[i] != want {
+					t.Fatalf("%v toHalf(%#x) = %#x, want %#x", k, math.Float32bits(x), got[i], want)
+				}
+			}
+		}
+	}
+}
+
 func TestConversionKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	all := make([]uint16, 1<<16)
