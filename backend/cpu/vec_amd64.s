@@ -253,241 +253,171 @@ ge_done:
 	VZEROUPPER
 	RET
 
+// The AVX-512 kernels of the gated activations: swigluSIMD's and gegluSIMD's
+// operations per lane, 8 float64 lanes a zmm, two streams of 8 floats a loop
+// (16 elements; n a multiple of 16), every constant in a register:
+// Z31 lo, Z30 hi, Z29 log2e, Z28 magic, Z27 1, Z26 the sign bit, Z25 the
+// exponent bias, Z24/Z23 ln2 hi/lo, Z22..Z15 1/9!..1/2!, Z14 geluCubic, Z13
+// geluNegK (GLU_CONSTS).
+#define GLU_CONSTS \
+	VBROADCASTSD vecConst<>+0(SB), Z31 \
+	VBROADCASTSD vecConst<>+8(SB), Z30 \
+	VBROADCASTSD vecConst<>+16(SB), Z29 \
+	VBROADCASTSD vecConst<>+24(SB), Z28 \
+	VBROADCASTSD vecConst<>+112(SB), Z27 \
+	VBROADCASTSD vecConst<>+120(SB), Z26 \
+	VBROADCASTSD vecConst<>+32(SB), Z24 \
+	VBROADCASTSD vecConst<>+40(SB), Z23 \
+	VBROADCASTSD vecConst<>+48(SB), Z22 \
+	VBROADCASTSD vecConst<>+56(SB), Z21 \
+	VBROADCASTSD vecConst<>+64(SB), Z20 \
+	VBROADCASTSD vecConst<>+72(SB), Z19 \
+	VBROADCASTSD vecConst<>+80(SB), Z18 \
+	VBROADCASTSD vecConst<>+88(SB), Z17 \
+	VBROADCASTSD vecConst<>+96(SB), Z16 \
+	VBROADCASTSD vecConst<>+104(SB), Z15 \
+	VBROADCASTSD vecConst<>+136(SB), Z14 \
+	VBROADCASTSD vecConst<>+144(SB), Z13 \
+	VPBROADCASTQ vecConst<>+128(SB), Z25
+
+// GLU_DIV2: g / (e^x + 1) in float64 for two streams of 8 lanes (a and b),
+// x in Xa/Xb (clamped here), g in Ga/Gb, the results left in Ga/Gb; N, T,
+// P, E and YE (E's low half) are scratch. The steps of glu64 (vec.go), each
+// product rounded before its add; the streams' instructions alternate so
+// that their dependency chains overlap.
+#define GLU_DIV2(Ga, Xa, Na, Ta, Pa, Ea, YEa, Gb, Xb, Nb, Tb, Pb, Eb, YEb) \
+	VMAXPD Z31, Xa, Xa \
+	VMAXPD Z31, Xb, Xb \
+	VMINPD Z30, Xa, Xa \
+	VMINPD Z30, Xb, Xb \
+	VMULPD Z29, Xa, Na \
+	VMULPD Z29, Xb, Nb \
+	VADDPD Z28, Na, Na \
+	VADDPD Z28, Nb, Nb \
+	VSUBPD Z28, Na, Na \
+	VSUBPD Z28, Nb, Nb \
+	VMULPD Na, Z24, Ta \
+	VMULPD Nb, Z24, Tb \
+	VSUBPD Ta, Xa, Xa \
+	VSUBPD Tb, Xb, Xb \
+	VMULPD Na, Z23, Ta \
+	VMULPD Nb, Z23, Tb \
+	VSUBPD Ta, Xa, Xa \
+	VSUBPD Tb, Xb, Xb \
+	VMULPD Xa, Z22, Pa \
+	VMULPD Xb, Z22, Pb \
+	VADDPD Z21, Pa, Pa \
+	VADDPD Z21, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Z20, Pa, Pa \
+	VADDPD Z20, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Z19, Pa, Pa \
+	VADDPD Z19, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Z18, Pa, Pa \
+	VADDPD Z18, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Z17, Pa, Pa \
+	VADDPD Z17, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Z16, Pa, Pa \
+	VADDPD Z16, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Z15, Pa, Pa \
+	VADDPD Z15, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VMULPD Xa, Pa, Pa \
+	VMULPD Xb, Pb, Pb \
+	VADDPD Xa, Pa, Pa \
+	VADDPD Xb, Pb, Pb \
+	VADDPD Z27, Pa, Pa \
+	VADDPD Z27, Pb, Pb \
+	VCVTPD2DQ Na, YEa \
+	VCVTPD2DQ Nb, YEb \
+	VPMOVSXDQ YEa, Ea \
+	VPMOVSXDQ YEb, Eb \
+	VPADDQ Z25, Ea, Ea \
+	VPADDQ Z25, Eb, Eb \
+	VPSLLQ $52, Ea, Ea \
+	VPSLLQ $52, Eb, Eb \
+	VMULPD Ea, Pa, Pa \
+	VMULPD Eb, Pb, Pb \
+	VADDPD Z27, Pa, Pa \
+	VADDPD Z27, Pb, Pb \
+	VDIVPD Pa, Ga, Ga \
+	VDIVPD Pb, Gb, Gb
+
+// SILU_X: x = −g. GELU_X: x = geluNegK·(g + geluCubic·((g·g)·g)).
+#define SILU_X(G, X) \
+	VXORPD Z26, G, X
+#define GELU_X(G, X) \
+	VMULPD G, G, X \
+	VMULPD G, X, X \
+	VMULPD Z14, X, X \
+	VADDPD G, X, X \
+	VMULPD Z13, X, X
+
+// GLU_STORE: G rounded once to float32, times u, stored at OFF.
+#define GLU_STORE(G, YG, OFF) \
+	VCVTPD2PS G, YG \
+	VMULPS OFF(DX)(AX*4), YG, YG \
+	VMOVUPS YG, OFF(DI)(AX*4)
+
 // func swigluAVX512(dst, gate, u *float32, n int)
-// silu in float64, 16 lanes a loop (two zmm streams of 8), the same
-// operations per lane as swigluSIMD (so the same bits); n is a multiple of 16.
+// silu times u, 16 elements a loop (see GLU_CONSTS); n a multiple of 16.
 TEXT ·swigluAVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ u+16(FP), DX
 	MOVQ n+24(FP), CX
-	VBROADCASTSD vecConst<>+0(SB), Z31 // lo
-	VBROADCASTSD vecConst<>+8(SB), Z30 // hi
-	VBROADCASTSD vecConst<>+16(SB), Z29 // log2e
-	VBROADCASTSD vecConst<>+24(SB), Z28 // magic
-	VBROADCASTSD vecConst<>+112(SB), Z27 // 1
-	VBROADCASTSD vecConst<>+120(SB), Z26 // sign
-	VBROADCASTSD vecConst<>+32(SB), Z24 // ln2hi
-	VBROADCASTSD vecConst<>+40(SB), Z23 // ln2lo
-	VBROADCASTSD vecConst<>+48(SB), Z22 // 1/9!
-	VBROADCASTSD vecConst<>+56(SB), Z21 // 1/8!
-	VBROADCASTSD vecConst<>+64(SB), Z20 // 1/7!
-	VBROADCASTSD vecConst<>+72(SB), Z19 // 1/6!
-	VBROADCASTSD vecConst<>+80(SB), Z18 // 1/5!
-	VBROADCASTSD vecConst<>+88(SB), Z17 // 1/4!
-	VBROADCASTSD vecConst<>+96(SB), Z16 // 1/3!
-	VBROADCASTSD vecConst<>+104(SB), Z15 // 1/2!
-	VBROADCASTSD vecConst<>+136(SB), Z14 // geluCubic
-	VBROADCASTSD vecConst<>+144(SB), Z13 // geluNegK
-	VPBROADCASTQ vecConst<>+128(SB), Z25 // 1023
+	GLU_CONSTS
 	XORQ AX, AX
-swigluavx512_loop:
+loop:
 	CMPQ AX, CX
-	JGE swigluavx512_done
-	VCVTPS2PD 0(SI)(AX*4), Z0
+	JGE done
+	VCVTPS2PD (SI)(AX*4), Z0
 	VCVTPS2PD 32(SI)(AX*4), Z6
-	VXORPD Z26, Z0, Z1
-	VXORPD Z26, Z6, Z7
-	VMAXPD Z31, Z1, Z1
-	VMAXPD Z31, Z7, Z7
-	VMINPD Z30, Z1, Z1
-	VMINPD Z30, Z7, Z7
-	VMULPD Z29, Z1, Z2
-	VMULPD Z29, Z7, Z8
-	VADDPD Z28, Z2, Z2
-	VADDPD Z28, Z8, Z8
-	VSUBPD Z28, Z2, Z2
-	VSUBPD Z28, Z8, Z8
-	VMULPD Z2, Z24, Z3
-	VMULPD Z8, Z24, Z9
-	VSUBPD Z3, Z1, Z1
-	VSUBPD Z9, Z7, Z7
-	VMULPD Z2, Z23, Z3
-	VMULPD Z8, Z23, Z9
-	VSUBPD Z3, Z1, Z1
-	VSUBPD Z9, Z7, Z7
-	VMULPD Z1, Z22, Z4
-	VMULPD Z7, Z22, Z10
-	VADDPD Z21, Z4, Z4
-	VADDPD Z21, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z20, Z4, Z4
-	VADDPD Z20, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z19, Z4, Z4
-	VADDPD Z19, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z18, Z4, Z4
-	VADDPD Z18, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z17, Z4, Z4
-	VADDPD Z17, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z16, Z4, Z4
-	VADDPD Z16, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z15, Z4, Z4
-	VADDPD Z15, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z1, Z4, Z4
-	VADDPD Z7, Z10, Z10
-	VADDPD Z27, Z4, Z4
-	VADDPD Z27, Z10, Z10
-	VCVTPD2DQ Z2, Y5
-	VCVTPD2DQ Z8, Y11
-	VPMOVSXDQ Y5, Z5
-	VPMOVSXDQ Y11, Z11
-	VPADDQ Z25, Z5, Z5
-	VPADDQ Z25, Z11, Z11
-	VPSLLQ $52, Z5, Z5
-	VPSLLQ $52, Z11, Z11
-	VMULPD Z5, Z4, Z4
-	VMULPD Z11, Z10, Z10
-	VADDPD Z27, Z4, Z4
-	VADDPD Z27, Z10, Z10
-	VDIVPD Z4, Z0, Z0
-	VDIVPD Z10, Z6, Z6
-	VCVTPD2PS Z0, Y0
-	VCVTPD2PS Z6, Y6
-	VMULPS 0(DX)(AX*4), Y0, Y0
-	VMULPS 32(DX)(AX*4), Y6, Y6
-	VMOVUPS Y0, 0(DI)(AX*4)
-	VMOVUPS Y6, 32(DI)(AX*4)
+	SILU_X(Z0, Z1)
+	SILU_X(Z6, Z7)
+	GLU_DIV2(Z0, Z1, Z2, Z3, Z4, Z5, Y5, Z6, Z7, Z8, Z9, Z10, Z11, Y11)
+	GLU_STORE(Z0, Y0, 0)
+	GLU_STORE(Z6, Y6, 32)
 	ADDQ $16, AX
-	JMP swigluavx512_loop
-swigluavx512_done:
+	JMP loop
+done:
 	VZEROUPPER
 	RET
 
 // func gegluAVX512(dst, gate, u *float32, n int)
-// gelu_tanh in float64, 16 lanes a loop (two zmm streams of 8), the same
-// operations per lane as gegluSIMD (so the same bits); n is a multiple of 16.
+// gelu_tanh times u, 16 elements a loop (see GLU_CONSTS); n a multiple of 16.
 TEXT ·gegluAVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ u+16(FP), DX
 	MOVQ n+24(FP), CX
-	VBROADCASTSD vecConst<>+0(SB), Z31 // lo
-	VBROADCASTSD vecConst<>+8(SB), Z30 // hi
-	VBROADCASTSD vecConst<>+16(SB), Z29 // log2e
-	VBROADCASTSD vecConst<>+24(SB), Z28 // magic
-	VBROADCASTSD vecConst<>+112(SB), Z27 // 1
-	VBROADCASTSD vecConst<>+120(SB), Z26 // sign
-	VBROADCASTSD vecConst<>+32(SB), Z24 // ln2hi
-	VBROADCASTSD vecConst<>+40(SB), Z23 // ln2lo
-	VBROADCASTSD vecConst<>+48(SB), Z22 // 1/9!
-	VBROADCASTSD vecConst<>+56(SB), Z21 // 1/8!
-	VBROADCASTSD vecConst<>+64(SB), Z20 // 1/7!
-	VBROADCASTSD vecConst<>+72(SB), Z19 // 1/6!
-	VBROADCASTSD vecConst<>+80(SB), Z18 // 1/5!
-	VBROADCASTSD vecConst<>+88(SB), Z17 // 1/4!
-	VBROADCASTSD vecConst<>+96(SB), Z16 // 1/3!
-	VBROADCASTSD vecConst<>+104(SB), Z15 // 1/2!
-	VBROADCASTSD vecConst<>+136(SB), Z14 // geluCubic
-	VBROADCASTSD vecConst<>+144(SB), Z13 // geluNegK
-	VPBROADCASTQ vecConst<>+128(SB), Z25 // 1023
+	GLU_CONSTS
 	XORQ AX, AX
-gegluavx512_loop:
+loop:
 	CMPQ AX, CX
-	JGE gegluavx512_done
-	VCVTPS2PD 0(SI)(AX*4), Z0
+	JGE done
+	VCVTPS2PD (SI)(AX*4), Z0
 	VCVTPS2PD 32(SI)(AX*4), Z6
-	VMULPD Z0, Z0, Z1
-	VMULPD Z6, Z6, Z7
-	VMULPD Z0, Z1, Z1
-	VMULPD Z6, Z7, Z7
-	VMULPD Z14, Z1, Z1
-	VMULPD Z14, Z7, Z7
-	VADDPD Z0, Z1, Z1
-	VADDPD Z6, Z7, Z7
-	VMULPD Z13, Z1, Z1
-	VMULPD Z13, Z7, Z7
-	VMAXPD Z31, Z1, Z1
-	VMAXPD Z31, Z7, Z7
-	VMINPD Z30, Z1, Z1
-	VMINPD Z30, Z7, Z7
-	VMULPD Z29, Z1, Z2
-	VMULPD Z29, Z7, Z8
-	VADDPD Z28, Z2, Z2
-	VADDPD Z28, Z8, Z8
-	VSUBPD Z28, Z2, Z2
-	VSUBPD Z28, Z8, Z8
-	VMULPD Z2, Z24, Z3
-	VMULPD Z8, Z24, Z9
-	VSUBPD Z3, Z1, Z1
-	VSUBPD Z9, Z7, Z7
-	VMULPD Z2, Z23, Z3
-	VMULPD Z8, Z23, Z9
-	VSUBPD Z3, Z1, Z1
-	VSUBPD Z9, Z7, Z7
-	VMULPD Z1, Z22, Z4
-	VMULPD Z7, Z22, Z10
-	VADDPD Z21, Z4, Z4
-	VADDPD Z21, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z20, Z4, Z4
-	VADDPD Z20, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z19, Z4, Z4
-	VADDPD Z19, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z18, Z4, Z4
-	VADDPD Z18, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z17, Z4, Z4
-	VADDPD Z17, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z16, Z4, Z4
-	VADDPD Z16, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z15, Z4, Z4
-	VADDPD Z15, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VMULPD Z1, Z4, Z4
-	VMULPD Z7, Z10, Z10
-	VADDPD Z1, Z4, Z4
-	VADDPD Z7, Z10, Z10
-	VADDPD Z27, Z4, Z4
-	VADDPD Z27, Z10, Z10
-	VCVTPD2DQ Z2, Y5
-	VCVTPD2DQ Z8, Y11
-	VPMOVSXDQ Y5, Z5
-	VPMOVSXDQ Y11, Z11
-	VPADDQ Z25, Z5, Z5
-	VPADDQ Z25, Z11, Z11
-	VPSLLQ $52, Z5, Z5
-	VPSLLQ $52, Z11, Z11
-	VMULPD Z5, Z4, Z4
-	VMULPD Z11, Z10, Z10
-	VADDPD Z27, Z4, Z4
-	VADDPD Z27, Z10, Z10
-	VDIVPD Z4, Z0, Z0
-	VDIVPD Z10, Z6, Z6
-	VCVTPD2PS Z0, Y0
-	VCVTPD2PS Z6, Y6
-	VMULPS 0(DX)(AX*4), Y0, Y0
-	VMULPS 32(DX)(AX*4), Y6, Y6
-	VMOVUPS Y0, 0(DI)(AX*4)
-	VMOVUPS Y6, 32(DI)(AX*4)
+	GELU_X(Z0, Z1)
+	GELU_X(Z6, Z7)
+	GLU_DIV2(Z0, Z1, Z2, Z3, Z4, Z5, Y5, Z6, Z7, Z8, Z9, Z10, Z11, Y11)
+	GLU_STORE(Z0, Y0, 0)
+	GLU_STORE(Z6, Y6, 32)
 	ADDQ $16, AX
-	JMP gegluavx512_loop
-gegluavx512_done:
+	JMP loop
+done:
 	VZEROUPPER
 	RET
 
