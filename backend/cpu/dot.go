@@ -219,6 +219,14 @@ func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 
 		linearBlocks(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0, true)
 		return
 	}
+	if t1-t0 > tileT && w.format == wF32 {
+		// Stored float32 rows: the first block's tile brings them in (it
+		// prefetches the rows ahead), the later blocks find them cached.
+		first := t0 + tileT
+		linearBlock(y, x, w, bias, K, N, t0, first, n0, n1, false)
+		linearBlocks(y, x, w, bias, K, N, first, t1, n0, n1, true)
+		return
+	}
 	linearBlocks(y, x, w, bias, K, N, t0, t1, n0, n1, false)
 }
 
