@@ -216,26 +216,20 @@ func linearTile(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 
 		if bias != nil {
 			bt = bias[n0:]
 		}
-		linearBlocks(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0, true)
+		linearBlocks(y[n0:], x, tw, bt, K, N, t0, t1, 0, n1-n0, t0) // just written: cached
 		return
 	}
-	if t1-t0 > tileT && w.format == wF32 {
-		// Stored float32 rows: the first block's tile brings them in (it
-		// prefetches the rows ahead), the later blocks find them cached.
-		first := t0 + tileT
-		linearBlock(y, x, w, bias, K, N, t0, first, n0, n1, false)
-		linearBlocks(y, x, w, bias, K, N, first, t1, n0, n1, true)
-		return
-	}
-	linearBlocks(y, x, w, bias, K, N, t0, t1, n0, n1, false)
+	// Stored rows: the first block's tile brings them in (it prefetches
+	// the rows ahead), the later blocks find them cached.
+	linearBlocks(y, x, w, bias, K, N, t0, t1, n0, n1, t0+tileT)
 }
 
 // linearBlocks runs linearBlock on [t0, t1) a block of tileT tokens at a
-// time; cached: w's rows [n0, n1) are in the cache (linearTile's widened
-// scratch).
-func linearBlocks(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1 int, cached bool) {
+// time; the blocks from token cachedFrom on find w's rows [n0, n1) in the
+// cache.
+func linearBlocks(y, x []float32, w *weight, bias []float32, K, N, t0, t1, n0, n1, cachedFrom int) {
 	for tb := t0; tb < t1; tb += tileT {
-		linearBlock(y, x, w, bias, K, N, tb, min(t1, tb+tileT), n0, n1, cached)
+		linearBlock(y, x, w, bias, K, N, tb, min(t1, tb+tileT), n0, n1, tb >= cachedFrom)
 	}
 }
 

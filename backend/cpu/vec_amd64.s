@@ -371,13 +371,15 @@ ge_done:
 	VMULPS OFF(DX)(AX*4), YG, YG \
 	VMOVUPS YG, OFF(DI)(AX*4)
 
-// func swigluAVX512(dst, gate, u *float32, n int)
-// silu times u, 16 elements a loop (see GLU_CONSTS); n a multiple of 16.
-TEXT ·swigluAVX512(SB), NOSPLIT, $0-32
+// func gluAVX512(dst, gate, u *float32, n int, gelu bool)
+// silu (gelu false) or gelu_tanh (gelu true) times u, 16 elements a loop
+// (see GLU_CONSTS); n a multiple of 16.
+TEXT ·gluAVX512(SB), NOSPLIT, $0-33
 	MOVQ dst+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ u+16(FP), DX
 	MOVQ n+24(FP), CX
+	MOVBLZX gelu+32(FP), R8
 	GLU_CONSTS
 	XORQ AX, AX
 loop:
@@ -385,33 +387,15 @@ loop:
 	JGE done
 	VCVTPS2PD (SI)(AX*4), Z0
 	VCVTPS2PD 32(SI)(AX*4), Z6
+	TESTQ R8, R8
+	JNZ gelux
 	SILU_X(Z0, Z1)
 	SILU_X(Z6, Z7)
-	GLU_DIV2(Z0, Z1, Z2, Z3, Z4, Z5, Y5, Z6, Z7, Z8, Z9, Z10, Z11, Y11)
-	GLU_STORE(Z0, Y0, 0)
-	GLU_STORE(Z6, Y6, 32)
-	ADDQ $16, AX
-	JMP loop
-done:
-	VZEROUPPER
-	RET
-
-// func gegluAVX512(dst, gate, u *float32, n int)
-// gelu_tanh times u, 16 elements a loop (see GLU_CONSTS); n a multiple of 16.
-TEXT ·gegluAVX512(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ gate+8(FP), SI
-	MOVQ u+16(FP), DX
-	MOVQ n+24(FP), CX
-	GLU_CONSTS
-	XORQ AX, AX
-loop:
-	CMPQ AX, CX
-	JGE done
-	VCVTPS2PD (SI)(AX*4), Z0
-	VCVTPS2PD 32(SI)(AX*4), Z6
+	JMP gludiv
+gelux:
 	GELU_X(Z0, Z1)
 	GELU_X(Z6, Z7)
+gludiv:
 	GLU_DIV2(Z0, Z1, Z2, Z3, Z4, Z5, Y5, Z6, Z7, Z8, Z9, Z10, Z11, Y11)
 	GLU_STORE(Z0, Y0, 0)
 	GLU_STORE(Z6, Y6, 32)

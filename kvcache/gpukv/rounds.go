@@ -79,25 +79,13 @@ func planRounds(seqs []roundSeq, T, nr, stageBase, stage int) []roundPlan {
 			continue
 		}
 		end := s.pos + s.n
-		if stage == 0 { // every block from the own slot, a round each
-			first := s.pos / nr
-			for b := first; (b+1)*nr <= end; b++ {
-				write(b-first, s, max(s.pos, b*nr), (b+1)*nr, s.slot)
-				p := round(b - first)
-				p.src, p.dst = append(p.src, int32(s.slot)), append(p.dst, s.blocks[b])
-			}
-			if lo := end / nr * nr; lo < end {
-				write(end/nr-first, s, max(lo, s.pos), end, s.slot)
-			}
-			continue
-		}
-		open := s.pos%nr != 0 // the own slot holds earlier tokens of block pos/nr
-		ownPacked := false
+		// open: the own slot holds earlier tokens of block pos/nr; own: the
+		// first round in which the own slot is free to write.
+		open, own := s.pos%nr != 0, 0
 		for b := s.pos / nr; (b+1)*nr <= end; b++ { // the blocks this batch fills
-			lo, hi := max(s.pos, b*nr), (b+1)*nr
-			r, slot := 0, s.slot
-			if b == s.pos/nr && open {
-				ownPacked = true
+			r, slot := own, s.slot
+			if (b == s.pos/nr && open) || stage == 0 {
+				own++ // packed from the own slot: its next writes wait a round
 			} else {
 				if staged == stage {
 					staged, stageRound = 0, stageRound+1
@@ -105,16 +93,12 @@ func planRounds(seqs []roundSeq, T, nr, stageBase, stage int) []roundPlan {
 				r, slot = stageRound, stageBase+staged
 				staged++
 			}
-			write(r, s, lo, hi, slot)
+			write(r, s, max(s.pos, b*nr), (b+1)*nr, slot)
 			p := round(r)
 			p.src, p.dst = append(p.src, int32(slot)), append(p.dst, s.blocks[b])
 		}
 		if lo := end / nr * nr; lo < end { // the new tail, in the own slot
-			r := 0
-			if ownPacked {
-				r = 1
-			}
-			write(r, s, max(lo, s.pos), end, s.slot)
+			write(own, s, max(lo, s.pos), end, s.slot)
 		}
 	}
 	return rounds
